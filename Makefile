@@ -1,0 +1,27 @@
+# Two commands matter: `make demo` (the main job on embedded defaults) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt -e '.[all,dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/hermes demo
+
+test: $(STAMP)
+	$(BIN)/ruff check gateway adapters agent_core storage tests benchmarks
+	$(BIN)/lint-imports
+	$(BIN)/pytest -q -n 2 --dist loadfile
+
+bench: $(STAMP)
+	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache
