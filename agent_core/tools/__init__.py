@@ -1,0 +1,1 @@
+"""Tools the agent can call: registry, batching rules and the built-in tools."""

@@ -1,0 +1,57 @@
+"""Tool contract shared by the turn loop and the tool implementations.
+
+A tool is an async callable `(args: dict, ctx: ToolContext) -> str | ToolReturn`. Its JSON
+schema is built from a pydantic model of its arguments. The registry plans batches (what may
+run in parallel), runs them, and turns every exception into an error result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent_core.interrupt import InterruptSignal
+from agent_core.ports import AgentPorts
+
+__all__ = ["ToolCall", "ToolContext", "ToolOutcome"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call requested by the model (arguments as raw JSON text, as on the wire)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    """The result of one executed call, in the form appended to history.
+
+    `content` is what the model sees (possibly truncated with a note); `full_output_path`
+    points at the complete text on disk when it was truncated. Times are `time.monotonic()`.
+    """
+
+    call_id: str
+    name: str
+    content: str
+    ok: bool = True
+    preview: str = ""
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    full_output_path: Path | None = None
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a running tool may use. Built once per turn by whoever runs the agent."""
+
+    workspace: Path
+    memory_dir: Path | None = None
+    output_dir: Path | None = None
+    ports: AgentPorts = field(default_factory=AgentPorts)
+    interrupt: InterruptSignal = field(default_factory=InterruptSignal)
+    session_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

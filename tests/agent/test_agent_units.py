@@ -1,0 +1,138 @@
+"""Pure pieces of the agent core: classifier, credential pool, budget, message repair."""
+
+from __future__ import annotations
+
+import httpx2
+import openai
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_core.budget import IterationBudget
+from agent_core.credentials import CredentialPool, KeyState
+from agent_core.errors import FailoverReason, classify, redact_secrets
+from agent_core.messages import repair, validate
+
+REQ = httpx2.Request("POST", "http://127.0.0.1/v1/chat/completions")
+
+
+def status_error(status: int, message: str, code: str | None = None, headers=None):
+    body = {"message": message, "type": "x", "code": code}
+    resp = httpx2.Response(status, headers=headers or {}, request=REQ, json={"error": body})
+    cls = {400: openai.BadRequestError, 401: openai.AuthenticationError,
+           429: openai.RateLimitError}.get(status, openai.APIStatusError)
+    if status >= 500:
+        cls = openai.InternalServerError
+    return cls(f"Error code: {status} - {message}", response=resp, body=body)
+
+
+@pytest.mark.parametrize(("exc", "reason", "flags"), [
+    (status_error(429, "Rate limit reached", "rate_limit_exceeded", {"retry-after": "7"}),
+     FailoverReason.RATE_LIMIT, (True, False, True, True)),
+    (status_error(429, "You exceeded your current quota", "insufficient_quota"),
+     FailoverReason.BILLING, (False, False, True, True)),
+    (status_error(402, "Insufficient credits"), FailoverReason.BILLING, (False, False, True, True)),
+    (status_error(401, "Incorrect API key provided", "invalid_api_key"), FailoverReason.AUTH,
+     (False, False, True, True)),
+    (status_error(401, "This key has been revoked"), FailoverReason.AUTH_PERMANENT,
+     (False, False, True, True)),
+    (status_error(400, "maximum context length is 8192 tokens", "context_length_exceeded"),
+     FailoverReason.CONTEXT_OVERFLOW, (True, True, False, False)),
+    (status_error(400, "prompt is too long: 210000 tokens > 200000 maximum"),
+     FailoverReason.CONTEXT_OVERFLOW, (True, True, False, False)),
+    (status_error(413, "Request Entity Too Large"), FailoverReason.PAYLOAD_TOO_LARGE,
+     (True, True, False, False)),
+    (status_error(500, "The server had an error"), FailoverReason.SERVER_ERROR,
+     (True, False, False, True)),
+    (status_error(503, "Service Unavailable"), FailoverReason.OVERLOADED, (True, False, False, True)),
+    (status_error(404, "The model `gpt-9` does not exist", "model_not_found"),
+     FailoverReason.MODEL_NOT_FOUND, (False, False, False, True)),
+    (status_error(400, "Your request was flagged by our safety system"),
+     FailoverReason.CONTENT_POLICY_BLOCKED, (False, False, False, True)),
+    (status_error(400, "Unknown parameter: 'foo'"), FailoverReason.FORMAT_ERROR,
+     (False, False, False, True)),
+    (openai.APITimeoutError(REQ), FailoverReason.TIMEOUT, (True, False, False, True)),
+    (openai.APIConnectionError(request=REQ), FailoverReason.TIMEOUT, (True, False, False, True)),
+    (openai.APIError("upstream connection lost", REQ, body={"message": "upstream connection lost"}),
+     FailoverReason.SERVER_ERROR, (True, False, False, True)),
+    (ValueError("certificate verify failed"), FailoverReason.SSL_ERROR, (False, False, False, True)),
+    (RuntimeError("weird"), FailoverReason.UNKNOWN, (True, False, False, False)),
+])
+def test_classify(exc, reason, flags):
+    err = classify(exc)
+    assert err.reason is reason
+    assert (err.retryable, err.should_compress, err.should_rotate_credential,
+            err.should_fallback) == flags
+
+
+def test_retry_after_header_and_secret_redaction():
+    exc = status_error(429, "Rate limit for key sk-live-abcdefghijkl reached", None,
+                       {"retry-after-ms": "1500"})
+    err = classify(exc, secrets=("sk-live-abcdefghijkl",))
+    assert err.retry_after == 1.5
+    assert "sk-live" not in err.message
+    assert "Bearer abc.def.ghijklmn" not in redact_secrets("auth: Bearer abc.def.ghijklmn")
+
+
+def test_pool_fill_first_round_robin_and_cooldowns():
+    now = [0.0]
+    pool = CredentialPool(["k1", "k2", "k3"], strategy="round_robin", clock=lambda: now[0])
+    assert [pool.select().key for _ in range(4)] == ["k1", "k2", "k3", "k1"]
+    ff = CredentialPool(["k1", "k2"], clock=lambda: now[0])
+    k1 = ff.select()
+    assert ff.select() is k1
+    ff.report_failure(k1, classify(status_error(402, "Insufficient credits")))
+    assert ff.select().key == "k2"
+    now[0] = 3599.0
+    assert ff.select().key == "k2"
+    now[0] = 3601.0
+    assert ff.select().key == "k1"  # cooldown over
+
+
+def test_revoked_and_twice_rejected_keys_never_return():
+    now = [0.0]
+    pool = CredentialPool(["k1", "k2"], clock=lambda: now[0])
+    k1, k2 = pool.credentials
+    assert pool.report_failure(k1, classify(status_error(401, "key revoked"))) is KeyState.DEAD
+    auth = classify(status_error(401, "Incorrect API key provided", "invalid_api_key"))
+    assert pool.report_failure(k2, auth) is KeyState.EXHAUSTED
+    now[0] = 10_000.0
+    assert pool.select() is k2
+    assert pool.report_failure(k2, auth) is KeyState.DEAD
+    now[0] = 1e9
+    assert pool.select() is None and pool.next_ready_in() is None
+
+
+def test_budget_consume_and_refund_rule():
+    b = IterationBudget(2)
+    assert b.consume() and b.consume() and not b.consume()
+    assert b.refund_for_batch(["execute_code", "execute_code"])
+    assert not b.refund_for_batch(["execute_code", "read_file"])
+    assert b.remaining == 1
+    fresh = IterationBudget(3)
+    fresh.refund()
+    assert fresh.used == 0
+
+
+_roles = st.sampled_from(["user", "assistant", "tool", "system"])
+_msg = st.builds(
+    lambda role, content, ids, ref: (
+        {"role": role, "content": content,
+         **({"tool_calls": [{"id": i, "type": "function",
+                             "function": {"name": "t", "arguments": "{}"}} for i in ids]}
+            if role == "assistant" and ids else {}),
+         **({"tool_call_id": ref} if role == "tool" else {}),
+         "_meta": 1}
+    ),
+    _roles, st.text(max_size=5), st.lists(st.sampled_from(["a", "b", "c"]), max_size=3),
+    st.sampled_from(["a", "b", "c", "zz"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_msg, max_size=12))
+def test_repair_always_yields_a_valid_deterministic_history(messages):
+    fixed = repair(messages)
+    assert repair(messages) == fixed
+    assert validate(fixed) == []
+    assert repair(fixed) == fixed
