@@ -1,0 +1,508 @@
+"""Adapter supervision: one named task per adapter, restarts with backoff, liveness by progress.
+
+Each adapter runs under a task named `adapter:<name>` that calls `adapter.start(ctx)` (as the
+child task `adapter:<name>:run`) and watches it:
+
+- `ctx.connected()` must be called within `connect_timeout_s`, otherwise the run is stopped and
+  retried; adapters start concurrently, so a slow platform never blocks the others.
+- Once connected, an adapter whose `capabilities.liveness_window_s` is positive must report
+  `ctx.progress()` (or emit an event) at least that often, otherwise it is stopped and restarted.
+  Status never says "connected" while nothing flows.
+- A crash (an exception from `start()`, or `start()` returning while not asked to stop) restarts
+  the adapter after an exponential backoff with jitter. `AdapterAuthError` is fatal for that
+  adapter: it is never restarted.
+
+The same adapter instance is restarted: `start()` may be called again after it raised, returned,
+or after `stop()`, and must build a fresh transport each time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random as _random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from gateway.config.redact import redact_text
+from gateway.events import MessageEvent
+from gateway.metrics import GatewayMetrics
+from gateway.ports import AdapterAuthError, AdapterContext, BasePlatformAdapter, CursorStore
+
+__all__ = [
+    "AdapterState",
+    "AdapterStatus",
+    "AdapterSupervisor",
+    "BackoffPolicy",
+    "MemoryCursorStore",
+    "SupervisorSettings",
+]
+
+log = structlog.get_logger("gateway.supervisor")
+
+_MAX_ERROR_CHARS = 200
+
+
+class AdapterState(StrEnum):
+    STARTING = "starting"
+    CONNECTED = "connected"
+    STALLED = "stalled"
+    BACKOFF = "backoff"
+    FAILED_FATAL = "failed_fatal"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    """Delay before restart `attempt` (1-based): `min(cap, base * 2**(attempt-1))`, minus a
+    random fraction of at most `jitter` of it. With `jitter < 0.5` delays strictly grow until
+    the cap."""
+
+    base_s: float = 1.0
+    cap_s: float = 300.0
+    jitter: float = 0.25
+
+    def delay(self, attempt: int, rand: float) -> float:
+        nominal = min(self.cap_s, self.base_s * 2 ** max(0, attempt - 1))
+        return nominal * (1.0 - self.jitter * min(max(rand, 0.0), 1.0))
+
+
+@dataclass(frozen=True, slots=True)
+class SupervisorSettings:
+    connect_timeout_s: float = 30.0
+    #: Bound on `adapter.stop()` and on waiting for `start()` to return after a stop.
+    stop_timeout_s: float = 5.0
+    #: How often the supervisor checks connect deadlines and liveness.
+    check_interval_s: float = 1.0
+    #: A run connected at least this long resets the backoff attempt counter.
+    healthy_after_s: float = 60.0
+    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterStatus:
+    """A point-in-time view of one adapter. Times are wall-clock epoch seconds."""
+
+    name: str
+    state: AdapterState
+    last_error: str | None
+    restarts: int
+    last_inbound_at: float | None
+    last_outbound_at: float | None
+    last_progress_at: float | None
+    connected_since: float | None
+    next_retry_at: float | None
+
+    @property
+    def connected(self) -> bool:
+        return self.state is AdapterState.CONNECTED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.state.value,
+            "last_error": self.last_error,
+            "restarts": self.restarts,
+            "last_inbound_at": self.last_inbound_at,
+            "last_outbound_at": self.last_outbound_at,
+            "last_progress_at": self.last_progress_at,
+            "connected_since": self.connected_since,
+            "next_retry_at": self.next_retry_at,
+        }
+
+
+class MemoryCursorStore(CursorStore):
+    """A non-durable `CursorStore` (tests, and adapters that need no cursor)."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, str] = {}
+
+    async def get(self, name: str) -> str | None:
+        return self._values.get(name)
+
+    async def set(self, name: str, value: str) -> None:
+        self._values[name] = value
+
+
+class _Outcome(StrEnum):
+    STOPPED = "stopped"
+    FATAL = "fatal"
+    FAILED = "failed"
+
+
+@dataclass(slots=True, eq=False)
+class _Slot:
+    name: str
+    adapter: BasePlatformAdapter
+    state: AdapterState = AdapterState.STOPPED
+    last_error: str | None = None
+    restarts: int = 0
+    attempt: int = 0
+    generation: int = 0
+    last_inbound: float | None = None
+    last_outbound: float | None = None
+    last_progress: float | None = None
+    connected_since: float | None = None
+    next_retry: float | None = None
+    task: asyncio.Task[None] | None = None
+    ctx: AdapterContext | None = None
+    stop_requested: bool = False
+    stop_error: BaseException | None = None
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class AdapterSupervisor:
+    """Runs and supervises a set of adapters (in start order = mapping order).
+
+    `emit` is the gateway's inbound entry point; the supervisor wraps it per adapter to record
+    inbound time, progress and the `events_in` metric. Use as an async context manager, or call
+    `start()` / `stop()`. `sleep`, `clock`, `wall_clock` and `random` are injectable for tests.
+    """
+
+    def __init__(
+        self,
+        adapters: Mapping[str, BasePlatformAdapter],
+        *,
+        emit: Callable[[MessageEvent], Awaitable[bool]],
+        cache_dir: Path,
+        cursors_for: Callable[[str], CursorStore] | None = None,
+        metrics: GatewayMetrics | None = None,
+        settings: SupervisorSettings | None = None,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        self._slots = {name: _Slot(name, adapter) for name, adapter in adapters.items()}
+        self._emit = emit
+        self._cache_dir = cache_dir
+        self._cursors_for = cursors_for or (lambda _name: MemoryCursorStore())
+        self._metrics = metrics
+        self.settings = settings or SupervisorSettings()
+        self._sleep = sleep
+        self._clock = clock
+        self._wall = wall_clock
+        self._random = random
+        self._stopping = asyncio.Event()
+        self._started = False
+        self._stopped = False
+
+    async def __aenter__(self) -> AdapterSupervisor:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def adapters(self) -> Mapping[str, BasePlatformAdapter]:
+        return {name: slot.adapter for name, slot in self._slots.items()}
+
+    async def start(self) -> None:
+        """Launch every adapter concurrently and return at once. Idempotent."""
+        if self._started:
+            return
+        self._started = True
+        for slot in self._slots.values():
+            self._set_state(slot, AdapterState.STARTING)
+            slot.task = asyncio.create_task(self._supervise(slot), name=f"adapter:{slot.name}")
+
+    async def wait_started(self, timeout_s: float | None = None) -> bool:
+        """Wait until each adapter has connected, failed (fatally or not), timed out connecting,
+        or stopped. Returns False when `timeout_s` elapsed first. Must not raise."""
+        waits = [asyncio.ensure_future(s.settled.wait()) for s in self._slots.values()]
+        if not waits:
+            return True
+        _, pending = await asyncio.wait(waits, timeout=timeout_s)
+        for w in pending:
+            w.cancel()
+        return not pending
+
+    def all_fatal(self) -> bool:
+        """True when there is at least one adapter and every one failed fatally."""
+        return bool(self._slots) and all(
+            s.state is AdapterState.FAILED_FATAL for s in self._slots.values()
+        )
+
+    def snapshot(self) -> list[AdapterStatus]:
+        """Status of every adapter, in start order. Must not raise."""
+        return [self._status(slot) for slot in self._slots.values()]
+
+    def status(self, name: str) -> AdapterStatus:
+        """Status of adapter `name`; raises `KeyError` for an unknown name."""
+        return self._status(self._slots[name])
+
+    def readiness(self) -> tuple[bool, list[str]]:
+        """(every adapter connected and live, reasons for the ones that are not)."""
+        reasons = [
+            f"adapter {st.name} is {st.state.value}"
+            + (f" ({st.last_error})" if st.last_error else "")
+            for st in self.snapshot()
+            if not st.connected
+        ]
+        return not reasons, reasons
+
+    def note_inbound(self, name: str) -> None:
+        """Record that adapter `name` delivered an inbound event now. Must not raise."""
+        slot = self._slots.get(name)
+        if slot is not None:
+            slot.last_inbound = self._clock()
+
+    def note_outbound(self, name: str) -> None:
+        """Record one successful platform send through `name` (time and `events_out`)."""
+        slot = self._slots.get(name)
+        if slot is not None:
+            slot.last_outbound = self._clock()
+        if self._metrics is not None:
+            self._metrics.event_out(name)
+
+    async def stop(self) -> list[tuple[str, BaseException]]:
+        """Stop every adapter in reverse start order, each bounded by `stop_timeout_s`.
+
+        Returns the errors met on the way (an adapter's `stop()` raising or timing out, a
+        `start()` that raised while stopping), which are also logged. Idempotent; must not raise.
+        """
+        if self._stopped:
+            return []
+        self._stopped = True
+        self._stopping.set()
+        errors: list[tuple[str, BaseException]] = []
+        for slot in reversed(list(self._slots.values())):
+            errors.extend((slot.name, e) for e in await self._stop_slot(slot))
+        for name, err in errors:
+            log.warning("adapter stop error", adapter=name, error=self._short(err))
+        return errors
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _status(self, slot: _Slot) -> AdapterStatus:
+        now_mono, now_wall = self._clock(), self._wall()
+
+        def wall(t: float | None) -> float | None:
+            return None if t is None else now_wall - (now_mono - t)
+
+        state = slot.state
+        if state is AdapterState.CONNECTED and self._stale(slot, now_mono):
+            state = AdapterState.STALLED
+        return AdapterStatus(
+            name=slot.name,
+            state=state,
+            last_error=slot.last_error,
+            restarts=slot.restarts,
+            last_inbound_at=wall(slot.last_inbound),
+            last_outbound_at=wall(slot.last_outbound),
+            last_progress_at=wall(slot.last_progress),
+            connected_since=wall(slot.connected_since),
+            next_retry_at=wall(slot.next_retry) if state is AdapterState.BACKOFF else None,
+        )
+
+    def _stale(self, slot: _Slot, now: float) -> bool:
+        window = slot.adapter.capabilities.liveness_window_s
+        last = slot.last_progress if slot.last_progress is not None else slot.connected_since
+        return window > 0 and last is not None and now - last > window
+
+    def _set_state(self, slot: _Slot, state: AdapterState) -> None:
+        slot.state = state
+        if self._metrics is not None:
+            self._metrics.set_adapter_state(slot.name, state.value)
+
+    def _short(self, exc: BaseException) -> str:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        out = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        out = redact_text(out)
+        return out if len(out) <= _MAX_ERROR_CHARS else out[: _MAX_ERROR_CHARS - 1] + "…"
+
+    def _context(self, slot: _Slot, gen: int) -> AdapterContext:
+        def progress() -> None:
+            if slot.generation == gen:
+                slot.last_progress = self._clock()
+
+        def connected() -> None:
+            if slot.generation != gen or slot.state is not AdapterState.STARTING:
+                return
+            now = self._clock()
+            slot.connected_since = slot.last_progress = now
+            self._set_state(slot, AdapterState.CONNECTED)
+            slot.settled.set()
+            log.info("adapter connected", adapter=slot.name, restarts=slot.restarts)
+
+        async def emit(event: MessageEvent) -> bool:
+            progress()
+            new = await self._emit(event)
+            slot.last_inbound = self._clock()
+            if self._metrics is not None:
+                self._metrics.event_in(slot.name, new=new)
+            return new
+
+        return AdapterContext(
+            name=slot.name,
+            emit=emit,
+            progress=progress,
+            stop_event=asyncio.Event(),
+            cursors=self._cursors_for(slot.name),
+            cache_dir=self._cache_dir,
+            logger=log.bind(adapter=slot.name),
+            connected=connected,
+        )
+
+    async def _supervise(self, slot: _Slot) -> None:
+        try:
+            while not self._stopping.is_set():
+                outcome = await self._run_once(slot)
+                if outcome is not _Outcome.FAILED or self._stopping.is_set():
+                    break
+                slot.settled.set()
+                now = self._clock()
+                if (
+                    slot.connected_since is not None
+                    and now - slot.connected_since >= self.settings.healthy_after_s
+                ):
+                    slot.attempt = 0
+                slot.attempt += 1
+                slot.restarts += 1
+                if self._metrics is not None:
+                    self._metrics.adapter_restarted(slot.name)
+                delay = self.settings.backoff.delay(slot.attempt, self._random())
+                slot.next_retry = now + delay
+                slot.connected_since = None
+                self._set_state(slot, AdapterState.BACKOFF)
+                log.warning(
+                    "adapter failed; restarting after backoff",
+                    adapter=slot.name,
+                    error=slot.last_error,
+                    attempt=slot.attempt,
+                    delay_s=round(delay, 3),
+                )
+                if not await self._backoff(delay):
+                    break
+        except Exception as exc:  # a supervisor bug must not take the others down
+            slot.last_error = self._short(exc)
+            log.exception("adapter supervision failed", adapter=slot.name)
+            self._set_state(slot, AdapterState.FAILED_FATAL)
+        finally:
+            if slot.state is not AdapterState.FAILED_FATAL:
+                self._set_state(slot, AdapterState.STOPPED)
+            slot.next_retry = None
+            slot.settled.set()
+
+    async def _backoff(self, delay: float) -> bool:
+        """Sleep `delay` (injected sleep) unless stopping first; True when it is time to retry."""
+        sleeper = asyncio.ensure_future(self._sleep(delay))
+        stopper = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for fut in (sleeper, stopper):
+                fut.cancel()
+        return not self._stopping.is_set()
+
+    async def _run_once(self, slot: _Slot) -> _Outcome:
+        slot.generation += 1
+        ctx = slot.ctx = self._context(slot, slot.generation)
+        slot.connected_since = slot.last_progress = None
+        self._set_state(slot, AdapterState.STARTING)
+        started = self._clock()
+        run = asyncio.create_task(slot.adapter.start(ctx), name=f"adapter:{slot.name}:run")
+        try:
+            while True:
+                done, _ = await asyncio.wait({run}, timeout=self.settings.check_interval_s)
+                if done:
+                    break
+                if slot.stop_requested or self._stopping.is_set():
+                    continue
+                reason = self._check_run(slot, started)
+                if reason is not None:
+                    slot.last_error = reason
+                    log.warning("adapter unhealthy; stopping it", adapter=slot.name, reason=reason)
+                    await self._halt(slot, ctx, run)
+                    return _Outcome.FAILED
+            return self._judge(slot, run)
+        finally:
+            if not run.done():
+                run.cancel()
+                await asyncio.wait({run}, timeout=self.settings.stop_timeout_s)
+
+    def _check_run(self, slot: _Slot, started: float) -> str | None:
+        now = self._clock()
+        if slot.connected_since is None:
+            timeout = self.settings.connect_timeout_s
+            if now - started >= timeout:
+                return f"connect timeout: not connected after {timeout:g}s"
+            return None
+        if self._stale(slot, now):
+            self._set_state(slot, AdapterState.STALLED)
+            window = slot.adapter.capabilities.liveness_window_s
+            return f"no progress for more than {window:g}s"
+        return None
+
+    def _judge(self, slot: _Slot, run: asyncio.Task[None]) -> _Outcome:
+        exc: BaseException | None
+        exc = asyncio.CancelledError() if run.cancelled() else run.exception()
+        if slot.stop_requested or self._stopping.is_set():
+            if exc is not None and not isinstance(exc, asyncio.CancelledError):
+                slot.stop_error = exc
+            return _Outcome.STOPPED
+        if isinstance(exc, AdapterAuthError):
+            slot.last_error = self._short(exc)
+            self._set_state(slot, AdapterState.FAILED_FATAL)
+            log.error(
+                "adapter credentials refused; not restarting",
+                adapter=slot.name,
+                error=slot.last_error,
+            )
+            return _Outcome.FATAL
+        if exc is None:
+            slot.last_error = "start() returned while not stopping"
+        elif isinstance(exc, asyncio.CancelledError):
+            slot.last_error = "start() was cancelled"
+        else:
+            slot.last_error = self._short(exc)
+        return _Outcome.FAILED
+
+    async def _halt(self, slot: _Slot, ctx: AdapterContext, run: asyncio.Task[None]) -> None:
+        ctx.stop_event.set()
+        err = await self._bounded_stop(slot)
+        if err is not None:
+            log.warning("adapter stop error", adapter=slot.name, error=self._short(err))
+        if not run.done():
+            await asyncio.wait({run}, timeout=self.settings.stop_timeout_s)
+        if not run.done():
+            run.cancel()
+            await asyncio.wait({run}, timeout=self.settings.stop_timeout_s)
+        if run.done() and not run.cancelled():
+            run.exception()  # retrieved: a failure while halting is expected
+
+    async def _bounded_stop(self, slot: _Slot) -> BaseException | None:
+        task = asyncio.create_task(slot.adapter.stop(), name=f"adapter:{slot.name}:stop")
+        done, _ = await asyncio.wait({task}, timeout=self.settings.stop_timeout_s)
+        if not done:
+            task.cancel()
+            return TimeoutError(f"stop() did not finish in {self.settings.stop_timeout_s:g}s")
+        return None if task.cancelled() else task.exception()
+
+    async def _stop_slot(self, slot: _Slot) -> list[BaseException]:
+        slot.stop_requested = True
+        errors: list[BaseException] = []
+        if slot.ctx is not None:
+            slot.ctx.stop_event.set()
+            err = await self._bounded_stop(slot)
+            if err is not None:
+                errors.append(err)
+        task = slot.task
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=self.settings.stop_timeout_s)
+            if not task.done():
+                task.cancel()
+                errors.append(TimeoutError("start() did not return after stop()"))
+                await asyncio.wait({task}, timeout=self.settings.stop_timeout_s)
+        if slot.stop_error is not None:
+            errors.append(slot.stop_error)
+        if slot.state is not AdapterState.FAILED_FATAL:
+            self._set_state(slot, AdapterState.STOPPED)
+        slot.settled.set()
+        return errors
