@@ -1,0 +1,281 @@
+"""aiohttp request handlers of the `api` adapter (OpenAI-compatible HTTP API).
+
+Routes: `POST /v1/chat/completions` and `GET /v1/models`, both behind a bearer key.
+
+- Session (the gateway chat id): the request's `user` field, else the `X-Hermes-Session`
+  header, else `default:<key id>`, one default session per API key.
+- Event id (durable dedup): the `X-Hermes-Event-Id` or `Idempotency-Key` header, else a fresh
+  uuid, always prefixed with the key id so keys cannot collide. A retry with the id of a turn
+  this process still remembers (open, or one of the last 256 finished) attaches to that turn and
+  gets its outcome; an id the gateway already recorded but this process does not know (e.g.
+  after a restart) is answered 409 `duplicate_event`.
+- Response headers `X-Hermes-Session` and `X-Hermes-Event-Id` tell the client which session
+  and event id were used (percent-encoded when not plain ASCII).
+- User id: `key:<key id>` where the key id is 12 hex digits of the key's SHA-256; the key never
+  leaves this module. All keys are equal: any key may address any session.
+
+Status codes (OpenAI-style `{"error": {...}}` bodies): 400 bad JSON / no user message text /
+bad session or event id, 401 missing or unknown key (also when no keys are configured), 409
+duplicate event, 413 body over `max_body_bytes`, 502 the turn ended with `ok=False` (its error
+message, configured keys redacted), 503 the gateway refused the event, 504 no `turn_complete`
+within `turn_timeout_s`. A stream reports failures and timeouts as a `data: {"error": ...}`
+event followed by `data: [DONE]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+
+from adapters.api.settings import ApiSettings
+from adapters.api.turns import Turn, TurnRegistry
+from adapters.api.wire import (
+    RequestError,
+    completion_body,
+    error_body,
+    models_body,
+    parse_chat_request,
+    sse_chunk,
+    sse_done,
+    sse_error,
+)
+from gateway.events import ChatType, MessageEvent, UserRef
+from gateway.ports import AdapterContext
+
+__all__ = ["SESSION_HEADER", "EVENT_ID_HEADERS", "ApiServer"]
+
+SESSION_HEADER = "X-Hermes-Session"
+EVENT_ID_HEADERS = ("X-Hermes-Event-Id", "Idempotency-Key")
+_MAX_ID_LEN = 256
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _key_id(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def _json_error(status: int, message: str, **kw: Any) -> web.Response:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return web.json_response(error_body(message, **kw), status=status, headers=headers)
+
+
+class ApiServer:
+    """Builds the aiohttp application; one instance per `start()` of the adapter."""
+
+    def __init__(
+        self, platform: str, settings: ApiSettings, turns: TurnRegistry, ctx: AdapterContext
+    ) -> None:
+        self._platform = platform
+        self._settings = settings
+        self._turns = turns
+        self._ctx = ctx
+        self._keys = [(hashlib.sha256(k.encode()).digest(), _key_id(k)) for k in settings.api_keys]
+
+    def build_app(self) -> web.Application:
+        app = web.Application(
+            middlewares=[self._middleware], client_max_size=self._settings.max_body_bytes
+        )
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        return app
+
+    def redact(self, text: str) -> str:
+        for key in self._settings.api_keys:
+            text = text.replace(key, "***")
+        return text
+
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
+        self._ctx.progress()
+        try:
+            return await handler(request)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            return _json_error(exc.status, exc.reason, code=exc.reason.lower().replace(" ", "_"))
+        except Exception as exc:  # one request must never take the server down
+            self._ctx.logger.error(f"api: request failed: {type(exc).__name__}")
+            return _json_error(500, "internal server error", type_="server_error")
+
+    def _authenticate(self, request: web.Request) -> str | None:
+        """The key id of a valid bearer key, else None (constant time over all keys)."""
+        scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not presented.strip():
+            return None
+        digest = hashlib.sha256(presented.strip().encode()).digest()
+        found: str | None = None
+        for key_digest, key_id in self._keys:
+            if hmac.compare_digest(digest, key_digest):
+                found = key_id
+        return found
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        if self._authenticate(request) is None:
+            return _unauthorized()
+        return web.json_response(models_body(self._settings.model_name))
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        key_id = self._authenticate(request)
+        if key_id is None:
+            return _unauthorized()
+        try:
+            body = json.loads(await request.read())
+        except ValueError:
+            return _json_error(400, "the request body is not valid JSON", code="invalid_json")
+        try:
+            chat = parse_chat_request(body)
+            session = _bounded(chat.user or request.headers.get(SESSION_HEADER), "session")
+            client_event = _bounded(
+                next((request.headers[h] for h in EVENT_ID_HEADERS if h in request.headers), None),
+                "event id",
+            )
+        except RequestError as exc:
+            return _json_error(400, exc.message, param=exc.param)
+        session = session or f"default:{key_id}"
+        event_id = f"{key_id}:{client_event or uuid.uuid4().hex}"
+        self._turns.prune(max_age_s=2 * self._settings.turn_timeout_s)
+
+        turn = self._turns.get(event_id)
+        if turn is not None and turn.chat_id != session:
+            return _json_error(409, "this event id belongs to another session", code="conflict")
+        if turn is None:
+            turn = self._turns.open(event_id, session)
+            refusal = await self._emit(turn, key_id, chat.text)
+            if refusal is not None:
+                return refusal
+        response_headers = {
+            SESSION_HEADER: _header_value(session),
+            EVENT_ID_HEADERS[0]: _header_value(event_id),
+        }
+        deadline = time.monotonic() + self._settings.turn_timeout_s
+        turn.listeners += 1
+        try:
+            if chat.stream:
+                return await self._stream(request, turn, deadline, response_headers)
+            return await self._complete(turn, deadline, response_headers)
+        finally:
+            turn.listeners -= 1
+
+    async def _emit(self, turn: Turn, key_id: str, text: str) -> web.Response | None:
+        event = MessageEvent(
+            platform=self._platform,
+            event_id=turn.event_id,
+            chat_id=turn.chat_id,
+            chat_type=ChatType.DM,
+            user=UserRef(id=f"key:{key_id}", name=f"api key {key_id}"),
+            text=text,
+            message_id=turn.event_id,
+        )
+        try:
+            accepted = await self._ctx.emit(event)
+        except Exception as exc:  # reported to the client as 503
+            self._turns.discard(turn)
+            self._ctx.logger.warning(f"api: emit failed: {type(exc).__name__}")
+            return _json_error(
+                503, "the gateway could not accept the message", type_="server_error"
+            )
+        if not accepted:
+            self._turns.discard(turn)
+            return _json_error(409, "this event was already processed", code="duplicate_event")
+        return None
+
+    def _failure_message(self, turn: Turn) -> str:
+        return self.redact(turn.error or "the turn failed")
+
+    async def _complete(self, turn: Turn, deadline: float, headers: dict[str, str]) -> web.Response:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
+                while not turn.done:
+                    await turn.wait_change(len(turn.streamed))
+        if not turn.done:
+            return _json_error(
+                504, "the turn did not complete in time", type_="timeout", code="turn_timeout"
+            )
+        if not turn.ok:
+            return _json_error(502, self._failure_message(turn), type_="server_error")
+        body = completion_body(f"chatcmpl-{uuid.uuid4().hex}", self._settings.model_name, turn.text)
+        return web.json_response(body, headers=headers)
+
+    async def _stream(
+        self, request: web.Request, turn: Turn, deadline: float, headers: dict[str, str]
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={
+                **headers,
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        completion_id, model = f"chatcmpl-{uuid.uuid4().hex}", self._settings.model_name
+        created = int(time.time())
+        try:
+            await response.prepare(request)
+            await response.write(
+                sse_chunk(completion_id, model, created, {"role": "assistant", "content": ""})
+            )
+            seen = 0
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 and not turn.done:
+                    await response.write(sse_error("the turn did not complete in time", "timeout"))
+                    break
+                changed = await _wait(turn, seen, min(self._settings.keepalive_s, remaining))
+                if len(turn.streamed) > seen:
+                    delta = {"content": turn.streamed[seen:]}
+                    seen = len(turn.streamed)
+                    await response.write(sse_chunk(completion_id, model, created, delta))
+                if turn.done:
+                    if turn.ok:
+                        await response.write(sse_chunk(completion_id, model, created, {}, "stop"))
+                    else:
+                        await response.write(sse_error(self._failure_message(turn)))
+                    break
+                if not changed:
+                    await response.write(b": keep-alive\n\n")
+            await response.write(sse_done())
+            await response.write_eof()
+        except ConnectionError:
+            self._ctx.logger.info(f"api: client left the stream of {turn.event_id}")
+        return response
+
+
+async def _wait(turn: Turn, seen: int, seconds: float) -> bool:
+    """Wait for a change of `turn` for at most `seconds`; False when nothing changed."""
+    try:
+        async with asyncio.timeout(max(seconds, 0.0)):
+            await turn.wait_change(seen)
+    except TimeoutError:
+        return False
+    return True
+
+
+def _unauthorized() -> web.Response:
+    return _json_error(401, "invalid or missing API key", code="invalid_api_key")
+
+
+def _bounded(value: str | None, what: str) -> str | None:
+    if value is None or not value.strip():
+        return None
+    if len(value) > _MAX_ID_LEN:
+        raise RequestError(f"the {what} is longer than {_MAX_ID_LEN} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise RequestError(f"the {what} must not contain control characters")
+    return value.strip()
+
+
+def _header_value(value: str) -> str:
+    """`value` as is when it is printable ASCII, else percent-encoded (UTF-8)."""
+    if value.isascii() and value.isprintable():
+        return value
+    return quote(value, safe="")

@@ -1,0 +1,137 @@
+"""Platform-neutral message types exchanged between adapters and the gateway.
+
+Adapters build `MessageEvent`s from wire traffic and receive `OutboundMessage`s to send. These
+models carry no behaviour; they import only the standard library and pydantic.
+"""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Attachment",
+    "ChatType",
+    "ErrorKind",
+    "MessageEvent",
+    "OutboundAttachment",
+    "OutboundMessage",
+    "SendResult",
+    "UserRef",
+]
+
+
+class ChatType(StrEnum):
+    DM = "dm"
+    GROUP = "group"
+    CHANNEL = "channel"
+    THREAD = "thread"
+
+
+class UserRef(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str | None = None
+    is_bot: bool = False
+    is_self: bool = False
+
+
+class Attachment(BaseModel):
+    """An inbound file, already downloaded into the profile cache by the adapter."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    kind: Literal["image", "audio", "voice", "video", "document", "other"] = "other"
+    mime: str | None = None
+    name: str | None = None
+    size: int = 0
+
+
+class MessageEvent(BaseModel):
+    """One inbound user message, normalized.
+
+    `event_id` is the platform's delivery identity used for durable dedup (Telegram
+    `update_id`, Slack `event_id`, Discord message id). `message_id` is the id of the message
+    itself, used to anchor replies. `raw` is a reference for debugging and is never persisted.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    platform: str
+    event_id: str
+    chat_id: str
+    chat_type: ChatType = ChatType.DM
+    thread_id: str | None = None
+    user: UserRef
+    text: str = ""
+    attachments: tuple[Attachment, ...] = ()
+    message_id: str | None = None
+    reply_to: str | None = None
+    reply_to_bot: bool = False
+    mentions_bot: bool = False
+    timestamp: float = Field(default_factory=time.time)
+    raw: Any = Field(default=None, exclude=True, repr=False)
+
+    @property
+    def is_group(self) -> bool:
+        return self.chat_type is not ChatType.DM
+
+
+class OutboundAttachment(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    as_document: bool = False
+    as_voice: bool = False
+
+
+class OutboundMessage(BaseModel):
+    """Text (already converted to the adapter's dialect unless `formatted` is False)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chat_id: str
+    text: str = ""
+    thread_id: str | None = None
+    reply_to: str | None = None
+    formatted: bool = True
+    attachments: tuple[OutboundAttachment, ...] = ()
+
+
+class ErrorKind(StrEnum):
+    TOO_LONG = "too_long"
+    BAD_FORMAT = "bad_format"
+    FORBIDDEN = "forbidden"
+    NOT_FOUND = "not_found"
+    RATE_LIMITED = "rate_limited"
+    TRANSIENT = "transient"
+    TIMEOUT = "timeout"
+    NOT_MODIFIED = "not_modified"
+    UNKNOWN = "unknown"
+
+
+class SendResult(BaseModel):
+    """What a send / edit produced. Adapters return errors here instead of raising."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ok: bool
+    message_ids: tuple[str, ...] = ()
+    error_kind: ErrorKind | None = None
+    retry_after: float | None = None
+    error: str | None = None
+
+    @classmethod
+    def success(cls, *ids: str) -> SendResult:
+        return cls(ok=True, message_ids=tuple(str(i) for i in ids))
+
+    @classmethod
+    def failure(
+        cls, kind: ErrorKind, error: str | None = None, *, retry_after: float | None = None
+    ) -> SendResult:
+        return cls(ok=False, error_kind=kind, error=error, retry_after=retry_after)

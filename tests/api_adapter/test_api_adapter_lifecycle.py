@@ -1,0 +1,117 @@
+"""Start/stop, settings, capabilities and messages that belong to no request."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from pathlib import Path
+
+import aiohttp
+import pytest
+from pydantic import BaseModel, SecretStr
+
+from adapters.api import ApiAdapter, ApiSettings, create
+from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage
+from gateway.ports import AdapterContext, AdapterError, CursorStore
+
+from .conftest import KEY, Harness, chat_body, running
+
+CHAT = "/v1/chat/completions"
+
+
+class _PydanticApi(BaseModel):
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = 0
+    api_keys: list[SecretStr] = []
+
+
+def test_settings_accept_dict_pydantic_and_comma_string() -> None:
+    from_model = create("api", _PydanticApi(api_keys=[SecretStr("a"), SecretStr("b")])).settings
+    assert from_model.api_keys == ("a", "b") and from_model.port == 0
+    assert ApiSettings.from_any({"api_keys": " a , b,,"}).api_keys == ("a", "b")
+    assert ApiSettings.from_any(None).api_keys == ()
+    assert "secret-value" not in repr(ApiSettings.from_any({"api_keys": ["secret-value"]}))
+
+
+def test_capabilities() -> None:
+    caps = create("api", {}).capabilities
+    assert caps.edit and caps.trusted_auth
+    assert not (caps.typing or caps.media or caps.threads)
+    assert caps.max_length >= 1_000_000 and caps.dialect == "markdown"
+
+
+async def test_progress_reported_per_request_and_stop_is_idempotent(
+    tmp_path: Path, client: aiohttp.ClientSession
+) -> None:
+    async with running({"api_keys": [KEY]}, tmp_path) as api:
+        assert api.adapter.port
+        before = api.progress_calls
+        for _ in range(3):
+            async with client.get(api.base_url + "/v1/models", headers=api.headers()):
+                pass
+        assert api.progress_calls == before + 3
+        await api.adapter.stop()
+        await api.adapter.stop()
+        assert api.task is not None
+        await asyncio.wait_for(api.task, 10)
+        with pytest.raises(aiohttp.ClientConnectionError):
+            async with client.get(api.base_url + "/v1/models", headers=api.headers()):
+                pass
+
+
+async def test_stop_answers_requests_still_waiting(
+    tmp_path: Path, client: aiohttp.ClientSession
+) -> None:
+    started = asyncio.Event()
+
+    async def never(adapter: ApiAdapter, event: MessageEvent) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    async with running({"api_keys": [KEY]}, tmp_path) as api:
+        api.script = never
+        request = asyncio.create_task(
+            client.post(api.base_url + CHAT, json=chat_body(), headers=api.headers())
+        )
+        await started.wait()
+        await api.adapter.stop()
+        response = await request
+        assert response.status == 502
+        assert "shutting down" in (await response.json())["error"]["message"]
+        response.release()
+
+
+async def test_messages_without_a_waiting_request_are_dropped_quietly(api: Harness) -> None:
+    sent = await api.adapter.send(OutboundMessage(chat_id="nobody", text="notice"))
+    assert sent.ok
+    assert (await api.adapter.edit("nobody", sent.message_ids[0], "notice 2")).ok
+    assert (await api.adapter.edit("nobody", "never-issued", "x")).error_kind is ErrorKind.NOT_FOUND
+    await api.adapter.turn_complete("nobody", reply_to="missing", ok=True)
+    media = await api.adapter.send_media("nobody", OutboundAttachment(path="/tmp/x.png"))
+    assert not media.ok
+
+
+async def test_port_in_use_raises_adapter_error(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        adapter = create("api", {"port": port, "api_keys": [KEY]})
+        ctx = AdapterContext(
+            name="api",
+            emit=_refuse,
+            progress=lambda: None,
+            stop_event=asyncio.Event(),
+            cursors=CursorStore(),
+            cache_dir=tmp_path,
+            logger=logging.getLogger("test"),
+        )
+        with pytest.raises(AdapterError):
+            await asyncio.wait_for(adapter.start(ctx), 10)
+        await adapter.stop()
+
+
+async def _refuse(event: MessageEvent) -> bool:
+    return False
