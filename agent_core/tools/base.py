@@ -1,7 +1,7 @@
 """Tool contract shared by the turn loop and the tool implementations.
 
-A tool is an async callable `(args: dict, ctx: ToolContext) -> str | ToolReturn`. Its JSON
-schema is built from a pydantic model of its arguments. The registry plans batches (what may
+A tool is an async callable `(args: <its pydantic args model>, ctx: ToolContext) -> str`; it
+raises `ToolError` for an expected failure. Its JSON schema is built from the args model. The registry plans batches (what may
 run in parallel), runs them, and turns every exception into an error result.
 """
 
