@@ -1,0 +1,86 @@
+"""`hermes` command line: the root app.
+
+The profile home is resolved once here, in the root callback, before any sub-command reads a
+path. Sub-command groups live in their own modules and are attached below; they import heavy
+libraries (pydantic, structlog, SDKs) inside their commands so start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from gateway import __version__
+
+app = typer.Typer(
+    name="hermes",
+    help="Hermes Gateway: an LLM agent behind Telegram, Slack, Discord and an HTTP API.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"hermes {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    profile: Annotated[
+        str | None, typer.Option("-p", "--profile", help="Profile to use for this command.")
+    ] = None,
+    log_format: Annotated[
+        str | None,
+        typer.Option("--log-format", help="Log format: json, console or auto (default: by TTY)."),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    from gateway.cli.bootstrap import bootstrap
+
+    bootstrap(profile=profile, log_format=log_format)
+
+
+def _attach() -> None:
+    import importlib
+
+    from gateway.cli import config_cmd, profile_cmd
+
+    app.add_typer(profile_cmd.app, name="profile")
+    app.add_typer(config_cmd.app, name="config")
+    try:
+        sessions_cmd = importlib.import_module("gateway.cli.sessions_cmd")
+    except ModuleNotFoundError as exc:  # only while that module is not written yet
+        if exc.name != "gateway.cli.sessions_cmd":
+            raise
+    else:
+        app.add_typer(sessions_cmd.app, name="sessions")
+
+
+_attach()
+
+
+def run() -> None:
+    """Console-script entry point. Unexpected errors become one redacted line on stderr
+    (exit 1); set HERMES_DEBUG=1 to see the traceback."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:
+        if os.environ.get("HERMES_DEBUG"):
+            raise
+        from gateway.config.redact import redact_text
+
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        msg = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        print(f"hermes: error: {redact_text(msg)}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,252 @@
+"""Pydantic models of the whole configuration contract (DESIGN.md §5), with defaults.
+
+Every model is frozen. Cross-field rules (a provider named by `model.provider` exists, tokens
+present for enabled platforms, …) are checked by `HermesConfig.problems()`, which the loader
+runs; build a `HermesConfig` directly only in tests. Secrets are `SecretStr`: call
+`.get_secret_value()` (or `gateway.config.reveal`) where the plain value is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field
+
+from gateway.config.base import ConfigModel, IdList, SecretList, reveal
+from gateway.config.errors import Problem
+from gateway.config.platforms import (
+    ApiPlatform,
+    DiscordPlatform,
+    HttpListen,
+    PlatformBase,
+    PlatformsConfig,
+    SlackPlatform,
+    TelegramPlatform,
+    TelegramWebhook,
+    ToolProgress,
+)
+
+__all__ = [
+    "AgentConfig",
+    "ApiPlatform",
+    "AuxiliaryConfig",
+    "CompressionConfig",
+    "DiscordPlatform",
+    "GatewayConfig",
+    "HealthConfig",
+    "HermesConfig",
+    "HttpListen",
+    "LogFileConfig",
+    "LoggingConfig",
+    "MediaConfig",
+    "ModelConfig",
+    "PlatformBase",
+    "PlatformsConfig",
+    "ProviderConfig",
+    "SessionResetConfig",
+    "SlackPlatform",
+    "StreamingConfig",
+    "TelegramPlatform",
+    "TelegramWebhook",
+    "reveal",
+]
+
+
+def _url(value: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL")
+    return value.rstrip("/")
+
+
+HttpUrl = Annotated[str, AfterValidator(_url)]
+
+
+class ProviderConfig(ConfigModel):
+    """An OpenAI-compatible endpoint. Several `api_keys` form a credential pool."""
+
+    base_url: HttpUrl = "https://api.openai.com/v1"
+    api_keys: SecretList = Field(default_factory=list)
+    model: str = "gpt-4o-mini"
+    context_length: int = Field(default=128_000, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=20)
+    credential_strategy: Literal["fill_first", "round_robin"] = "fill_first"
+
+    def keys(self) -> list[str]:
+        """Plain key values, in pool order."""
+        return [k.get_secret_value() for k in self.api_keys]
+
+
+class ModelConfig(ConfigModel):
+    provider: str = "main"
+    fallback: Annotated[list[str], BeforeValidator(lambda v: [v] if isinstance(v, str) else v)] = (
+        Field(default_factory=list)
+    )
+    """Providers tried in order when the primary keeps failing (5xx, timeouts, policy)."""
+    max_iterations: int = Field(default=90, ge=1)
+    subagent_max_iterations: int = Field(default=50, ge=1)
+
+
+class AuxiliaryConfig(ConfigModel):
+    """Model for summaries and titles. None = same provider / that provider's model."""
+
+    provider: str | None = None
+    model: str | None = None
+
+
+def _clamp_ratio(value: float) -> float:
+    return min(max(value, 0.10), 0.80)
+
+
+class CompressionConfig(ConfigModel):
+    enabled: bool = True
+    mode: Literal["rotate", "in_place"] = "rotate"
+    threshold_percent: float = Field(default=0.5, gt=0, le=1)
+    threshold_tokens: int | None = Field(default=None, gt=0)
+    model_thresholds: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
+        default_factory=dict
+    )
+    """Model-name substring → threshold_percent; the longest matching substring wins."""
+    summary_target_ratio: Annotated[float, AfterValidator(_clamp_ratio)] = Field(default=0.20, gt=0)
+    protect_first_n: int = Field(default=3, ge=0)
+    workers: int = Field(default=2, ge=1, le=64)
+    queue_size: int = Field(default=64, ge=1)
+    lease_seconds: float = Field(default=60.0, gt=0)
+    timeout_seconds: float = Field(default=120.0, gt=0)
+    abort_on_summary_failure: bool = False
+    fallback_without_llm: bool = False
+    """Allow the deterministic no-LLM fallback (drops the middle behind a marker)."""
+
+
+class AgentConfig(ConfigModel):
+    workspace: Path | None = None
+    """Root of the file tools; None = `$HERMES_HOME/workspace`."""
+    system_prompt: str | None = None
+    ephemeral_system_prompt: str | None = None
+    """Appended at request time only, never stored."""
+    toolsets: list[str] | None = None
+    """Enabled toolsets; None = every built-in toolset."""
+
+
+class StreamingConfig(ConfigModel):
+    enabled: bool = True
+    edit_interval_s: float = Field(default=1.0, ge=0.05)
+
+
+class SessionResetConfig(ConfigModel):
+    mode: Literal["none", "idle", "daily", "both"] = "none"
+    idle_minutes: int = Field(default=1440, ge=1)
+    daily_hour: int = Field(default=4, ge=0, le=23)
+
+
+class HealthConfig(ConfigModel):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    """0 = health server off."""
+
+
+class MediaConfig(ConfigModel):
+    allowed_dirs: list[Path] = Field(default_factory=list)
+    """Extra directories `MEDIA:` may send from (besides cache/ and workspace/)."""
+    max_inbound_mb: float = Field(default=20.0, gt=0)
+
+
+class GatewayConfig(ConfigModel):
+    busy_mode: Literal["interrupt", "queue", "steer"] = "interrupt"
+    drain_timeout_s: float = Field(default=30.0, ge=0)
+    streaming: StreamingConfig = Field(default_factory=StreamingConfig)
+    tool_progress: ToolProgress = "new"
+    group_sessions_per_user: bool = True
+    session_reset: SessionResetConfig = Field(default_factory=SessionResetConfig)
+    health: HealthConfig = Field(default_factory=HealthConfig)
+    media: MediaConfig = Field(default_factory=MediaConfig)
+    allowed_users: IdList = Field(default_factory=list)
+    """Users allowed on every platform (in addition to each platform's list)."""
+    mailbox_size: int = Field(default=100, ge=1)
+    busy_ack_interval_s: float = Field(default=30.0, ge=0)
+    burst_merge_s: float = Field(default=0.5, ge=0)
+    adapter_connect_timeout_s: float = Field(default=30.0, gt=0)
+
+
+class LogFileConfig(ConfigModel):
+    enabled: bool = True
+    max_bytes: int = Field(default=10_000_000, ge=10_000)
+    backup_count: int = Field(default=5, ge=0)
+
+
+class LoggingConfig(ConfigModel):
+    level: Annotated[
+        Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+        BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v),
+    ] = "INFO"
+    format: Literal["auto", "json", "console"] = "auto"
+    """auto = JSON lines when stderr is not a TTY, pretty console otherwise."""
+    file: LogFileConfig = Field(default_factory=LogFileConfig)
+
+
+def _default_providers() -> dict[str, ProviderConfig]:
+    return {"main": ProviderConfig()}
+
+
+class HermesConfig(ConfigModel):
+    """The whole `config.yaml`."""
+
+    providers: dict[str, ProviderConfig] = Field(default_factory=_default_providers)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    auxiliary: AuxiliaryConfig = Field(default_factory=AuxiliaryConfig)
+    compression: CompressionConfig = Field(default_factory=CompressionConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+
+    def provider(self, name: str | None = None) -> ProviderConfig:
+        """Provider `name` (default: `model.provider`). Raises KeyError if undefined."""
+        return self.providers[name or self.model.provider]
+
+    def auxiliary_target(self) -> tuple[str, ProviderConfig, str]:
+        """(provider name, provider, model) used for summaries and titles."""
+        name = self.auxiliary.provider or self.model.provider
+        prov = self.providers[name]
+        return name, prov, self.auxiliary.model or prov.model
+
+    def secret_values(self) -> list[str]:
+        """Every configured secret value (registered for log redaction by the loader)."""
+        out = [k for p in self.providers.values() for k in p.keys()]
+        pl = self.platforms
+        for s in (
+            pl.telegram.token,
+            pl.telegram.webhook.secret_token,
+            pl.slack.bot_token,
+            pl.slack.app_token,
+            pl.slack.signing_secret,
+            pl.discord.token,
+        ):
+            if s is not None:
+                out.append(s.get_secret_value())
+        out += [k.get_secret_value() for k in pl.api.api_keys]
+        return out
+
+    def problems(self) -> list[Problem]:
+        """Cross-field rules; empty when the config is usable."""
+        out: list[Problem] = []
+        defined = sorted(self.providers)
+        known = ", ".join(defined) or "none"
+        if self.model.provider not in self.providers:
+            out.append(
+                Problem("model.provider", f"unknown provider {self.model.provider!r} "
+                        f"(defined: {known})")
+            )
+        for i, name in enumerate(self.model.fallback):
+            if name not in self.providers:
+                out.append(
+                    Problem(f"model.fallback[{i}]", f"unknown provider {name!r} (defined: {known})")
+                )
+        aux = self.auxiliary.provider
+        if aux is not None and aux not in self.providers:
+            out.append(
+                Problem("auxiliary.provider", f"unknown provider {aux!r} (defined: {known})")
+            )
+        out += self.platforms.problems("platforms")
+        return out

@@ -1,0 +1,273 @@
+"""Structured logging: one structlog pipeline for our loggers and for stdlib `logging`.
+
+- Output: JSON lines when stderr is not a TTY (or `--log-format json` / `logging.format:
+  json`), a pretty console otherwise; `$HERMES_HOME/logs/gateway.log` always gets JSON lines,
+  rotated by size, mode 0600.
+- Redaction is a processor (every string value, keys that name secrets) plus a last pass over
+  the rendered line, so no secret reaches a handler: Telegram bot tokens, `sk-…` keys, Slack
+  tokens, bearer headers, credentials in URLs and every value registered with
+  `gateway.config.redact.register_secret` (the config loader registers all configured secrets).
+- Context: `bind_context(profile=…, platform=…, session_key=…, session_id=…, turn_id=…)` adds
+  fields to every record logged inside it (contextvars: asyncio tasks inherit it).
+
+structlog is imported only when logging is configured, so CLI start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import sys
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TextIO
+
+from gateway.config.redact import redact_text, redact_value
+
+if TYPE_CHECKING:
+    from gateway.config.models import LoggingConfig
+
+__all__ = [
+    "CONTEXT_KEYS",
+    "bind_context",
+    "configure_from_config",
+    "configure_logging",
+    "current_context",
+    "get_logger",
+    "is_configured",
+    "redact_event",
+    "reset_logging",
+    "set_cli_format",
+]
+
+CONTEXT_KEYS = ("profile", "platform", "session_key", "session_id", "turn_id")
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+_CTX: ContextVar[Mapping[str, Any]] = ContextVar("hermes_log_context", default=_EMPTY)
+_CLI_FORMAT: str | None = None
+_CONFIGURED = False
+_QUIET_LIBS = ("httpx", "httpcore", "hpack", "websockets", "aiohttp.access")
+
+
+@contextmanager
+def bind_context(**fields: Any) -> Iterator[None]:
+    """Add `fields` (None values skipped) to every log record emitted inside the block,
+    in this task and in tasks created inside it. Nested blocks override outer keys."""
+    merged = {**_CTX.get(), **{k: v for k, v in fields.items() if v is not None}}
+    token = _CTX.set(MappingProxyType(merged))
+    try:
+        yield
+    finally:
+        _CTX.reset(token)
+
+
+def current_context() -> dict[str, Any]:
+    """The fields bound by the enclosing `bind_context` blocks."""
+    return dict(_CTX.get())
+
+
+def set_cli_format(fmt: str | None) -> None:
+    """Remember `--log-format` (json | console | auto); it beats `logging.format` in config."""
+    global _CLI_FORMAT
+    _CLI_FORMAT = fmt
+
+
+def is_configured() -> bool:
+    return _CONFIGURED
+
+
+def _add_context(
+    _: Any, __: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    for key, value in _CTX.get().items():
+        event_dict.setdefault(key, value)
+    return event_dict
+
+
+def redact_event(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> dict[str, Any]:
+    """structlog processor: redact every value (strings by pattern and registered secret,
+    anything under a secret-named key entirely). Keys starting with `_` are left alone."""
+    out: dict[str, Any] = {}
+    for key, value in event_dict.items():
+        if key.startswith("_"):
+            out[key] = value
+        elif isinstance(value, str | int | float | bool | dict | list | tuple) or value is None:
+            out[key] = redact_value(value, key)
+        else:
+            out[key] = redact_value(str(value), key)
+    return out
+
+
+def _redact_rendered(_: Any, __: str, rendered: Any) -> Any:
+    return redact_text(rendered) if isinstance(rendered, str) else rendered
+
+
+class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """Rotating handler whose files are created with mode 0600."""
+
+    def _open(self) -> Any:
+        stream = super()._open()
+        try:
+            os.chmod(self.baseFilename, 0o600)
+        except OSError:
+            pass
+        return stream
+
+
+def _want_json(fmt: str | None, stream: TextIO) -> bool:
+    fmt = (fmt or "auto").lower()
+    if fmt == "json":
+        return True
+    if fmt == "console":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return not (callable(isatty) and isatty())
+
+
+def configure_logging(
+    *,
+    level: str = "INFO",
+    fmt: str | None = None,
+    log_dir: Path | None = None,
+    max_bytes: int = 10_000_000,
+    backup_count: int = 5,
+    stream: TextIO | None = None,
+    profile: str | None = None,
+) -> None:
+    """(Re)configure logging for the process. Idempotent: replaces handlers it installed.
+
+    `fmt`: json | console | auto (default: `--log-format`, else auto = JSON unless `stream`
+    is a TTY). `log_dir`: also write rotated JSON lines to `log_dir/gateway.log` (created
+    0700). `profile`: bound on every record. Raises OSError when `log_dir` is unusable.
+    """
+    import structlog
+
+    global _CONFIGURED
+    stream = stream if stream is not None else sys.stderr
+    fmt = _CLI_FORMAT or fmt
+    static = {"profile": profile} if profile else {}
+
+    def add_static(
+        _: Any, __: str, event_dict: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
+        for key, value in static.items():
+            event_dict.setdefault(key, value)
+        return event_dict
+
+    pre_chain: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        _add_context,
+        add_static,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    json_renderer = structlog.processors.JSONRenderer(default=str)
+
+    def formatter(renderer: Any) -> logging.Formatter:
+        return structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*pre_chain, structlog.stdlib.ExtraAdder()],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                redact_event,
+                renderer,
+                _redact_rendered,
+            ],
+        )
+
+    if _want_json(fmt, stream):
+        stream_renderer: Any = json_renderer
+    else:
+        stream_renderer = structlog.dev.ConsoleRenderer(
+            colors=bool(getattr(stream, "isatty", lambda: False)()),
+            exception_formatter=structlog.dev.plain_traceback,
+        )
+
+    handlers: list[logging.Handler] = []
+    console = logging.StreamHandler(stream)
+    console.setFormatter(formatter(stream_renderer))
+    handlers.append(console)
+    if log_dir is not None:
+        from gateway.paths import ensure_private_dir
+
+        ensure_private_dir(log_dir)
+        fh = _PrivateRotatingFileHandler(
+            log_dir / "gateway.log", maxBytes=max_bytes, backupCount=backup_count,
+            encoding="utf-8", delay=False,
+        )
+        fh.setFormatter(formatter(json_renderer))
+        handlers.append(fh)
+
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if getattr(h, "_hermes", False):
+            root.removeHandler(h)
+            h.close()
+    for h in handlers:
+        h._hermes = True  # type: ignore[attr-defined]
+        root.addHandler(h)
+    lvl = logging.getLevelName(level.upper())
+    root.setLevel(lvl if isinstance(lvl, int) else logging.INFO)
+    quiet = logging.DEBUG if root.level <= logging.DEBUG else logging.WARNING
+    for name in _QUIET_LIBS:
+        logging.getLogger(name).setLevel(quiet)
+
+    structlog.configure(
+        processors=[
+            *pre_chain,
+            structlog.processors.StackInfoRenderer(),
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    logging.captureWarnings(True)
+    _CONFIGURED = True
+
+
+def configure_from_config(
+    settings: LoggingConfig,
+    *,
+    home: Path | None = None,
+    profile: str | None = None,
+    stream: TextIO | None = None,
+) -> None:
+    """`configure_logging` from the `logging:` section; the log file goes to
+    `<home>/logs/gateway.log` (home: the active profile). Raises OSError as it does."""
+    from gateway.paths import paths
+
+    configure_logging(
+        level=settings.level,
+        fmt=settings.format,
+        log_dir=paths(home).logs if settings.file.enabled else None,
+        max_bytes=settings.file.max_bytes,
+        backup_count=settings.file.backup_count,
+        stream=stream,
+        profile=profile,
+    )
+
+
+def get_logger(name: str | None = None, **initial: Any) -> Any:
+    """A structlog logger; configures default logging (stderr, INFO) on first use if the
+    process has not configured it yet."""
+    import structlog
+
+    if not _CONFIGURED:
+        configure_logging()
+    return structlog.get_logger(name, **initial)
+
+
+def reset_logging() -> None:
+    """Remove our handlers and forget the configuration (tests)."""
+    global _CONFIGURED
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if getattr(h, "_hermes", False):
+            root.removeHandler(h)
+            h.close()
+    _CONFIGURED = False

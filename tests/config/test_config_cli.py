@@ -1,0 +1,127 @@
+"""`hermes config check|show` and `--version` through the real console script."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from tests.config.conftest import run_hermes
+
+TG_TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+SLACK_BOT = "xoxb-1111111111-2222222222-abcdefghijklmnop"
+SLACK_APP = "xapp-1-A0000000000-1111111111-abcdef0123456789"
+API_KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
+ODD_SECRET = "plain-looking-password-value"
+
+
+def _write(home: Path, config: str, env: str = "") -> Path:
+    root = home / ".hermes"
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (root / "config.yaml").write_text(config, encoding="utf-8")
+    if env:
+        (root / ".env").write_text(env, encoding="utf-8")
+        os.chmod(root / ".env", 0o600)
+    return root
+
+
+def test_version(home_dir: Path) -> None:
+    r = run_hermes(home_dir, "--version")
+    assert r.returncode == 0
+    assert r.stdout.startswith("hermes ")
+
+
+def test_check_exits_0_on_defaults_and_valid_config(home_dir: Path) -> None:
+    r = run_hermes(home_dir, "config", "check")
+    assert r.returncode == 0, r.stderr
+    assert "config OK" in r.stdout
+    _write(
+        home_dir,
+        "platforms:\n  telegram:\n    enabled: true\n    token: ${TELEGRAM_BOT_TOKEN}\n",
+        env=f"TELEGRAM_BOT_TOKEN={TG_TOKEN}\n",
+    )
+    r = run_hermes(home_dir, "config", "check")
+    assert r.returncode == 0, r.stderr
+    assert "telegram" in r.stdout
+
+
+def test_check_exits_78_naming_key_path_for_unset_var(home_dir: Path) -> None:
+    _write(
+        home_dir, "platforms:\n  telegram:\n    enabled: true\n    token: ${TELEGRAM_BOT_TOKEN}\n"
+    )
+    r = run_hermes(home_dir, "config", "check")
+    assert r.returncode == 78
+    assert "platforms.telegram.token" in r.stderr
+    assert "TELEGRAM_BOT_TOKEN" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_check_exits_78_for_invalid_value_and_yaml_syntax(home_dir: Path) -> None:
+    _write(home_dir, "gateway:\n  busy_mode: whenever\n")
+    r = run_hermes(home_dir, "config", "check")
+    assert r.returncode == 78
+    assert "gateway.busy_mode" in r.stderr
+    _write(home_dir, "gateway: [unclosed\n")
+    r = run_hermes(home_dir, "config", "check")
+    assert r.returncode == 78
+    assert "YAML syntax error" in r.stderr and "line" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_check_warns_on_unknown_key_and_strict_fails(home_dir: Path) -> None:
+    _write(home_dir, "gateway:\n  drain_timeout: 10\n")
+    r = run_hermes(home_dir, "config", "check")
+    assert r.returncode == 0
+    assert "gateway.drain_timeout" in r.stderr and "drain_timeout_s" in r.stderr
+    r = run_hermes(home_dir, "config", "check", "--strict")
+    assert r.returncode == 78
+
+
+def test_process_env_beats_dotenv_in_cli(home_dir: Path) -> None:
+    _write(home_dir, "providers:\n  main:\n    model: ${HERMES_TEST_MODEL}\n",
+           env="HERMES_TEST_MODEL=from-dotenv\n")
+    r = run_hermes(home_dir, "config", "show", "--json")
+    assert '"model": "from-dotenv"' in r.stdout
+    r = run_hermes(home_dir, "config", "show", "--json", HERMES_TEST_MODEL="from-process")
+    assert '"model": "from-process"' in r.stdout
+
+
+def test_show_never_prints_secrets(home_dir: Path) -> None:
+    _write(
+        home_dir,
+        f"""\
+providers:
+  main:
+    api_keys: ["{API_KEY}", "${{SECOND_KEY}}"]
+    base_url: https://user:{ODD_SECRET}@proxy.example/v1
+platforms:
+  telegram: {{enabled: true, token: "${{TELEGRAM_BOT_TOKEN}}", mode: webhook,
+             webhook: {{url: "https://bot.example/hook", secret_token: "{ODD_SECRET}"}}}}
+  slack: {{enabled: true, bot_token: "{SLACK_BOT}", app_token: "${{SLACK_APP_TOKEN}}",
+          signing_secret: "{ODD_SECRET}"}}
+  discord: {{enabled: true, token: "{ODD_SECRET}x"}}
+  api: {{enabled: true, api_keys: ["{ODD_SECRET}-api"]}}
+""",
+        env=f"TELEGRAM_BOT_TOKEN={TG_TOKEN}\nSLACK_APP_TOKEN={SLACK_APP}\n"
+        f"SECOND_KEY=k2-{ODD_SECRET}\n",
+    )
+    for args in (("config", "show"), ("config", "show", "--json"), ("config", "check")):
+        r = run_hermes(home_dir, *args)
+        assert r.returncode == 0, r.stderr
+        out = r.stdout + r.stderr
+        for secret in (TG_TOKEN, "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", SLACK_BOT, SLACK_APP,
+                       API_KEY, ODD_SECRET):
+            assert secret not in out, (args, secret)
+    shown = yaml.safe_load(run_hermes(home_dir, "config", "show").stdout)
+    assert shown["platforms"]["telegram"]["token"] == "[REDACTED]"
+    assert shown["providers"]["main"]["api_keys"] == ["[REDACTED]", "[REDACTED]"]
+    assert shown["platforms"]["slack"]["signing_secret"] == "[REDACTED]"
+    assert shown["platforms"]["discord"]["token"] == "[REDACTED]"
+    assert shown["platforms"]["telegram"]["webhook"]["url"] == "https://bot.example/hook"
+    assert shown["gateway"]["drain_timeout_s"] == 30
+
+
+def test_unset_secret_shows_as_null_not_redacted(home_dir: Path) -> None:
+    shown = yaml.safe_load(run_hermes(home_dir, "config", "show").stdout)
+    assert shown["platforms"]["telegram"]["token"] is None
