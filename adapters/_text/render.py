@@ -1,0 +1,157 @@
+"""Format a Markdown reply for one platform dialect and split it into sendable parts.
+
+The Markdown source is split first (fences balanced), then each part is converted on its own,
+so every part is independently valid in the dialect. A part that grew past the limit while
+being converted (escaping, tags) is split again from its source with a smaller budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from adapters._text.markdown import (
+    escape_markdown_v2,
+    to_discord,
+    to_plain,
+    to_slack_mrkdwn,
+    to_telegram_html,
+    to_telegram_markdown_v2,
+)
+from adapters._text.measure import Measure, text_length
+from adapters._text.split import MIN_LIMIT, part_marker, split_chunks
+
+__all__ = ["FORMATTERS", "MIN_RENDER_LIMIT", "render_parts", "render_preview"]
+
+MIN_RENDER_LIMIT = 256
+_MAX_DEPTH = 8
+
+FORMATTERS: Mapping[str, Callable[[str], str]] = MappingProxyType(
+    {
+        "telegram_html": to_telegram_html,
+        "telegram_markdown_v2": to_telegram_markdown_v2,
+        "slack_mrkdwn": to_slack_mrkdwn,
+        "discord": to_discord,
+        "plain": to_plain,
+    }
+)
+_MARKER_ESCAPE: Mapping[str, Callable[[str], str]] = MappingProxyType(
+    {"telegram_markdown_v2": escape_markdown_v2}
+)
+
+
+def _fit(md: str, fmt: Callable[[str], str], limit: int, src_limit: int, measure: Measure,
+         depth: int) -> list[str]:
+    out: list[str] = []
+    for src in split_chunks(md, limit=src_limit, measure=measure):
+        rendered = fmt(src).strip("\n")
+        if not rendered.strip():
+            continue
+        width = text_length(rendered, measure)
+        if width <= limit:
+            out.append(rendered)
+            continue
+        src_width = text_length(src, measure)
+        smaller = max(MIN_LIMIT, min(src_width - 1, int(src_width * limit / width * 0.9)))
+        if depth >= _MAX_DEPTH or src_width <= MIN_LIMIT:
+            out.append(rendered)
+            continue
+        out.extend(_fit(src, fmt, limit, smaller, measure, depth + 1))
+    return out
+
+
+def _source_budget(
+    md: str, fmt: Callable[[str], str], limit: int, measure: Measure
+) -> tuple[int, int]:
+    """(source budget, expected part count). The budget is chosen so converted parts usually
+    fit at once: the first part's growth ratio (plus a margin) is applied to the whole split,
+    saving a second conversion pass."""
+    chunks = split_chunks(md, limit=limit, measure=measure)
+    if not chunks:
+        return limit, 0
+    src_width = text_length(chunks[0], measure)
+    width = text_length(fmt(chunks[0]).strip("\n"), measure)
+    if width <= limit or src_width <= 0:
+        return limit, len(chunks)
+    budget = max(MIN_LIMIT, int(limit * src_width / width * 0.95))
+    return budget, math.ceil(len(chunks) * limit / budget)
+
+
+def render_parts(
+    md: str,
+    *,
+    dialect: str,
+    limit: int,
+    measure: Measure = "utf16",
+    number_parts: bool = True,
+) -> list[str]:
+    """Convert Markdown `md` to `dialect` and split it into parts of at most `limit` units.
+
+    `dialect` is a key of `FORMATTERS`. Parts are numbered "(i/n)" (escaped for the dialect)
+    when there are several. Blank input gives []. CPU-bound (about 1 ms per KB): call it via
+    `asyncio.to_thread` for long replies.
+
+    Raises:
+        ValueError: unknown dialect, or `limit` below `MIN_RENDER_LIMIT`.
+    """
+    fmt = FORMATTERS.get(dialect)
+    if fmt is None:
+        raise ValueError(f"unknown dialect {dialect!r}; known: {sorted(FORMATTERS)}")
+    if limit < MIN_RENDER_LIMIT:
+        raise ValueError(f"limit must be at least {MIN_RENDER_LIMIT}, got {limit}")
+    if not md.strip():
+        return []
+    if text_length(md, measure) <= 2 * limit:
+        whole = fmt(md).strip("\n")
+        if not whole.strip():
+            return []
+        if text_length(whole, measure) <= limit:
+            return [whole]
+    escape = _MARKER_ESCAPE.get(dialect, str)
+    guess = 0
+    while True:
+        reserve = 0
+        if number_parts:
+            width = max(2, guess)
+            reserve = text_length("\n" + escape(part_marker(width, width)), measure)
+        src_budget, expected = _source_budget(md, fmt, limit - reserve, measure)
+        if guess == 0 and len(str(expected)) > 1 and number_parts:
+            guess = expected
+            continue
+        parts = _fit(md, fmt, limit - reserve, src_budget, measure, 0)
+        if not number_parts or len(str(len(parts))) <= len(str(max(2, guess))):
+            break
+        guess = len(parts)
+    if not number_parts or len(parts) <= 1:
+        return parts
+    total = len(parts)
+    return [f"{p}\n{escape(part_marker(i, total))}" for i, p in enumerate(parts, 1)]
+
+
+def render_preview(
+    md: str, *, dialect: str, limit: int, measure: Measure = "utf16", ellipsis: str = " …"
+) -> str:
+    """A streaming preview: the beginning of `md` converted to `dialect`, at most `limit`
+    units, ending with `ellipsis` when text was left out. Only the head of a long text is
+    converted, so calling it once per edit stays cheap. Blank input gives "".
+
+    Raises:
+        ValueError: unknown dialect, or `limit` below `MIN_RENDER_LIMIT`.
+    """
+    if dialect not in FORMATTERS:
+        raise ValueError(f"unknown dialect {dialect!r}; known: {sorted(FORMATTERS)}")
+    if limit < MIN_RENDER_LIMIT:
+        raise ValueError(f"limit must be at least {MIN_RENDER_LIMIT}, got {limit}")
+    tail = _MARKER_ESCAPE.get(dialect, str)(ellipsis)
+    budget = limit - text_length(tail, measure)
+    heads = split_chunks(md, limit=budget, measure=measure)
+    if not heads:
+        return ""
+    parts = render_parts(heads[0], dialect=dialect, limit=budget, measure=measure,
+                         number_parts=False)
+    if not parts:
+        return ""
+    if len(heads) > 1 or len(parts) > 1:
+        return parts[0] + tail
+    return parts[0]
