@@ -1,1 +1,53 @@
-"""storage"""
+"""SQLite state store (DESIGN.md §3): sessions, messages, search, leases, ledgers.
+
+Everything above `storage/` uses `StateStore`; nothing else touches SQL. This package
+imports nothing from `gateway`, `adapters` or `agent_core`.
+"""
+
+from storage.errors import (
+    FenceOutcome,
+    FenceRejected,
+    InvalidTitleError,
+    SessionNotFoundError,
+    StorageBusyError,
+    StorageError,
+    StoreClosedError,
+    TitleInUseError,
+)
+from storage.fts_query import parse_query
+from storage.migrations import SCHEMA_VERSION
+from storage.store import StateStore
+from storage.titles import sanitize_title
+from storage.types import (
+    ApprovedUser,
+    GuardState,
+    Lease,
+    MessagePreview,
+    OutboxItem,
+    PairingCode,
+    SearchHit,
+    Session,
+)
+
+__all__ = [
+    "StateStore",
+    "SCHEMA_VERSION",
+    "Session",
+    "GuardState",
+    "Lease",
+    "SearchHit",
+    "MessagePreview",
+    "OutboxItem",
+    "PairingCode",
+    "ApprovedUser",
+    "StorageError",
+    "StorageBusyError",
+    "StoreClosedError",
+    "SessionNotFoundError",
+    "TitleInUseError",
+    "InvalidTitleError",
+    "FenceRejected",
+    "FenceOutcome",
+    "parse_query",
+    "sanitize_title",
+]

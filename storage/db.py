@@ -1,0 +1,358 @@
+"""Connections, the single writer (group commit) and the read pool.
+
+All writes of a process go through one `Writer`: callers submit an operation (a coroutine
+function that receives the writer's connection) and await its result. The writer task takes
+every queued operation, runs them in ONE `BEGIN IMMEDIATE` transaction (each inside its own
+savepoint, so one failing operation does not undo the others) and commits once. Consecutive
+operations that share a merge key (message appends) are run as one merged call.
+
+Another process writing the same file shows up as SQLITE_BUSY; the writer waits through
+`busy_timeout`, then retries the whole batch with jittered back-off. Callers never see
+"database is locked": after the retry budget they get `StorageBusyError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from storage.errors import StorageBusyError, StoreClosedError
+from storage.migrations import migrate_sync
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "Op",
+    "MergedOp",
+    "Writer",
+    "ReaderPool",
+    "is_busy",
+    "prepare_database",
+    "connect",
+    "with_busy_retry",
+]
+
+BUSY_TIMEOUT_MS = 5_000
+RETRY_BUDGET_S = 60.0
+MAX_BATCH = 512
+READ_MMAP_BYTES = 256 * 1024 * 1024
+READ_CACHE_KIB = 16 * 1024
+
+Op = Callable[[aiosqlite.Connection], Awaitable[Any]]
+MergedOp = Callable[[aiosqlite.Connection, list[Any]], Awaitable[list[Any]]]
+
+
+def is_busy(exc: BaseException) -> bool:
+    """True for SQLITE_BUSY / SQLITE_LOCKED (any extended code)."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _backoff(attempt: int) -> float:
+    return random.uniform(0.01, 0.05) * min(attempt + 1, 8)
+
+
+def _tighten(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(f"{path}{suffix}")
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            if p.stat().st_mode & 0o077:
+                os.chmod(p, 0o600)
+
+
+def _apply_pragmas(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA synchronous=NORMAL")
+
+
+def prepare_database(path: Path) -> int:
+    """Create `path` (mode 0600, parent 0700), switch it to WAL and migrate it.
+
+    Blocking: run it in a thread. Returns the schema version found before migrating.
+    Safe to run concurrently from several processes. Raises `StorageBusyError` when another
+    process holds the write lock beyond the retry budget.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    os.close(fd)
+    _tighten(path)
+    deadline = time.monotonic() + RETRY_BUDGET_S
+    attempt = 0
+    while True:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            _apply_pragmas(conn)
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            found = migrate_sync(conn)
+            _tighten(path)
+            return found
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() > deadline:
+                if is_busy(exc):
+                    raise StorageBusyError("state.db stayed busy while migrating") from None
+                raise
+            time.sleep(_backoff(attempt))
+            attempt += 1
+        finally:
+            conn.close()
+
+
+async def connect(path: Path, *, readonly: bool = False) -> aiosqlite.Connection:
+    """Open one aiosqlite connection with the store's pragmas (autocommit mode)."""
+    conn = await aiosqlite.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.row_factory = sqlite3.Row
+    await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    await conn.execute("PRAGMA foreign_keys=ON")
+    await conn.execute("PRAGMA synchronous=NORMAL")
+    if readonly:
+        await conn.execute("PRAGMA query_only=1")
+        await conn.execute(f"PRAGMA mmap_size={READ_MMAP_BYTES}")
+        await conn.execute(f"PRAGMA cache_size=-{READ_CACHE_KIB}")
+    return conn
+
+
+async def with_busy_retry(fn: Callable[[], Awaitable[Any]]) -> Any:
+    """Run a read, retrying SQLITE_BUSY with jitter within the retry budget."""
+    deadline = time.monotonic() + RETRY_BUDGET_S
+    attempt = 0
+    while True:
+        try:
+            return await fn()
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            if time.monotonic() > deadline:
+                raise StorageBusyError("state.db stayed busy") from None
+            await asyncio.sleep(_backoff(attempt))
+            attempt += 1
+
+
+class _BusyAbort(Exception):
+    """Internal: an operation hit SQLITE_BUSY; the whole batch is retried."""
+
+
+@dataclass(slots=True)
+class _Item:
+    op: Op | None
+    merge_key: str | None
+    payload: Any
+    future: asyncio.Future[Any] = field(repr=False)
+
+
+class Writer:
+    """The process's single writer connection and its queue (group commit).
+
+    Use `await Writer.start(path)` and `await writer.close()`. `submit()` and `submit_merged()`
+    raise whatever the operation raised (the operation's writes are rolled back, other
+    operations of the batch still commit), `StorageBusyError` when the lock could not be
+    taken within the retry budget, and `StoreClosedError` after `close()`.
+    """
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+        self._queue: asyncio.Queue[_Item | None] = asyncio.Queue()
+        self._mergers: dict[str, MergedOp] = {}
+        self._closed = False
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0
+        self.ops = 0
+
+    @classmethod
+    async def start(cls, path: Path) -> Writer:
+        writer = cls(await connect(path))
+        writer._task = asyncio.create_task(writer._run(), name="storage-writer")
+        return writer
+
+    def register_merger(self, key: str, merged: MergedOp) -> None:
+        """`merged(conn, payloads)` runs several queued payloads at once, returning one
+        result per payload; it is also called with a single payload as a fallback."""
+        self._mergers[key] = merged
+
+    async def submit(self, op: Op) -> Any:
+        return await self._put(_Item(op, None, None, self._new_future()))
+
+    async def submit_merged(self, key: str, payload: Any) -> Any:
+        return await self._put(_Item(None, key, payload, self._new_future()))
+
+    def _new_future(self) -> asyncio.Future[Any]:
+        return asyncio.get_running_loop().create_future()
+
+    async def _put(self, item: _Item) -> Any:
+        if self._closed or self._task is None or self._task.done():
+            raise StoreClosedError("state store is closed")
+        self._queue.put_nowait(item)
+        return await asyncio.shield(item.future)
+
+    async def close(self) -> None:
+        """Finish every queued operation, then close the connection. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put_nowait(None)
+        if self._task is not None:
+            await self._task
+        with contextlib.suppress(sqlite3.Error):
+            await self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        await self._conn.close()
+
+    async def _run(self) -> None:
+        stop = False
+        try:
+            while not stop:
+                first = await self._queue.get()
+                if first is None:
+                    break
+                batch = [first]
+                while len(batch) < MAX_BATCH and not self._queue.empty():
+                    nxt = self._queue.get_nowait()
+                    if nxt is None:
+                        stop = True
+                        break
+                    batch.append(nxt)
+                await self._run_batch(batch)
+        finally:
+            self._closed = True
+            while not self._queue.empty():
+                left = self._queue.get_nowait()
+                if left is not None and not left.future.done():
+                    left.future.set_exception(StoreClosedError("state store is closed"))
+
+    async def _run_batch(self, batch: list[_Item]) -> None:
+        deadline = time.monotonic() + RETRY_BUDGET_S
+        attempt = 0
+        while True:
+            try:
+                results = await self._attempt(batch)
+            except _BusyAbort:
+                await self._rollback()
+                if time.monotonic() > deadline:
+                    self._fail(batch, StorageBusyError("state.db stayed busy; write abandoned"))
+                    return
+                await asyncio.sleep(_backoff(attempt))
+                attempt += 1
+                continue
+            except BaseException as exc:  # noqa: BLE001 - delivered to every caller
+                await self._rollback()
+                self._fail(batch, exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                return
+            break
+        self.batches += 1
+        self.ops += len(batch)
+        for item, (ok, value) in zip(batch, results, strict=True):
+            if item.future.done():
+                continue
+            if ok:
+                item.future.set_result(value)
+            else:
+                item.future.set_exception(value)
+
+    def _fail(self, batch: Sequence[_Item], exc: BaseException) -> None:
+        for item in batch:
+            if not item.future.done():
+                item.future.set_exception(exc)
+
+    async def _rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            if self._conn.in_transaction:
+                await self._conn.execute("ROLLBACK")
+
+    async def _exec(self, sql: str) -> None:
+        try:
+            await self._conn.execute(sql)
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise _BusyAbort from exc
+            raise
+
+    async def _attempt(self, batch: list[_Item]) -> list[tuple[bool, Any]]:
+        await self._exec("BEGIN IMMEDIATE")
+        results: list[tuple[bool, Any]] = []
+        i = 0
+        while i < len(batch):
+            item = batch[i]
+            if item.op is not None:
+                results.append(await self._guarded(item.op, None))
+                i += 1
+                continue
+            j = i
+            while j < len(batch) and batch[j].merge_key == item.merge_key:
+                j += 1
+            group = batch[i:j]
+            merged = self._mergers[str(item.merge_key)]
+            ok, value = await self._guarded(merged, [g.payload for g in group])
+            if ok:
+                results.extend((True, v) for v in value)
+            elif len(group) == 1:
+                results.append((False, value))
+            else:
+                for g in group:
+                    ok1, v1 = await self._guarded(merged, [g.payload])
+                    results.append((True, v1[0]) if ok1 else (False, v1))
+            i = j
+        await self._exec("COMMIT")
+        return results
+
+    async def _guarded(self, fn: Callable[..., Awaitable[Any]], arg: Any) -> tuple[bool, Any]:
+        await self._exec("SAVEPOINT op")
+        try:
+            value = await (fn(self._conn) if arg is None else fn(self._conn, arg))
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise _BusyAbort from exc
+            await self._conn.execute("ROLLBACK TO op")
+            await self._conn.execute("RELEASE op")
+            return False, exc
+        except Exception as exc:  # noqa: BLE001 - handed to the caller's future
+            await self._conn.execute("ROLLBACK TO op")
+            await self._conn.execute("RELEASE op")
+            return False, exc
+        await self._conn.execute("RELEASE op")
+        return True, value
+
+
+class ReaderPool:
+    """A few read-only connections handed out one at a time (`async with pool.conn()`)."""
+
+    def __init__(self, conns: list[aiosqlite.Connection]) -> None:
+        self._all = conns
+        self._free: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        for c in conns:
+            self._free.put_nowait(c)
+
+    @classmethod
+    async def open(cls, path: Path, size: int = 2) -> ReaderPool:
+        return cls([await connect(path, readonly=True) for _ in range(max(1, size))])
+
+    @contextlib.asynccontextmanager
+    async def conn(self) -> AsyncIterator[aiosqlite.Connection]:
+        c = await self._free.get()
+        try:
+            yield c
+        finally:
+            if c.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    await c.execute("ROLLBACK")
+            self._free.put_nowait(c)
+
+    async def close(self) -> None:
+        for c in self._all:
+            with contextlib.suppress(sqlite3.Error, ValueError):
+                await c.close()

@@ -1,0 +1,211 @@
+"""Durable ledgers: inbound dedup, the outbox, cursors, unreachable chats."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import aiosqlite
+
+from storage.base import StoreBase
+from storage.codec import scrub
+from storage.types import OutboxItem
+
+__all__ = ["LedgersMixin"]
+
+_OPEN_STATES = ("pending", "sent")
+
+
+def _outbox(row: aiosqlite.Row) -> OutboxItem:
+    return OutboxItem(
+        id=row["id"],
+        session_id=row["session_id"],
+        platform=row["platform"],
+        chat_id=row["chat_id"],
+        thread_id=row["thread_id"],
+        reply_to=row["reply_to"],
+        text=row["text"],
+        state=row["state"],
+        platform_message_ids=json.loads(row["platform_message_ids"] or "[]"),
+        attempts=row["attempts"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        last_error=row["last_error"],
+    )
+
+
+class LedgersMixin(StoreBase):
+    """Inbound events, outbox, cursors and unreachable chats."""
+
+    # -- inbound ---------------------------------------------------------------------------
+    async def record_if_new(self, platform: str, event_id: str) -> bool:
+        """Durably record an inbound event; True the first time, False for a repeat."""
+
+        async def op(conn: aiosqlite.Connection) -> bool:
+            cur = await conn.execute(
+                "INSERT OR IGNORE INTO inbound_events(platform, event_id, recorded_at)"
+                " VALUES (?, ?, ?)",
+                (platform, str(event_id), self._clock()),
+            )
+            return cur.rowcount == 1
+
+        return await self._write(op)
+
+    async def prune_inbound(self, older_than_days: float) -> int:
+        """Delete dedup rows older than the given age; returns how many."""
+        cutoff = self._clock() - older_than_days * 86400
+
+        async def op(conn: aiosqlite.Connection) -> int:
+            cur = await conn.execute("DELETE FROM inbound_events WHERE recorded_at < ?", (cutoff,))
+            return cur.rowcount
+
+        return await self._write(op)
+
+    # -- outbox ----------------------------------------------------------------------------
+    async def outbox_add(
+        self,
+        *,
+        platform: str,
+        chat_id: str,
+        text: str,
+        session_id: str | None = None,
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> int:
+        """Record a reply as `pending` before it is sent; returns its id."""
+
+        async def op(conn: aiosqlite.Connection) -> int:
+            now = self._clock()
+            cur = await conn.execute(
+                "INSERT INTO outbox(session_id, platform, chat_id, thread_id, reply_to, text,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, platform, str(chat_id), thread_id, reply_to, scrub(text), now, now),
+            )
+            return int(cur.lastrowid or 0)
+
+        return await self._write(op)
+
+    async def _outbox_set(
+        self,
+        ids: Sequence[int],
+        state: str,
+        *,
+        from_states: Sequence[str],
+        platform_message_ids: Sequence[str] | None = None,
+        error: str | None = None,
+        attempt: bool = False,
+    ) -> int:
+        if not ids:
+            return 0
+        marks = ", ".join("?" * len(ids))
+        states = ", ".join("?" * len(from_states))
+        sets = ["state = ?", "updated_at = ?"]
+        params: list[object] = [state, self._clock()]
+        if platform_message_ids is not None:
+            sets.append("platform_message_ids = ?")
+            params.append(json.dumps([str(p) for p in platform_message_ids]))
+        if error is not None:
+            sets.append("last_error = ?")
+            params.append(scrub(error[:500]))
+        if attempt:
+            sets.append("attempts = attempts + 1")
+
+        async def op(conn: aiosqlite.Connection) -> int:
+            cur = await conn.execute(
+                f"UPDATE outbox SET {', '.join(sets)} WHERE id IN ({marks})"
+                f" AND state IN ({states})",
+                (*params, *ids, *from_states),
+            )
+            return cur.rowcount
+
+        return await self._write(op)
+
+    async def outbox_mark_sent(self, outbox_id: int, platform_message_ids: Sequence[str]) -> bool:
+        """pending → sent (the platform accepted it). Returns whether the row moved."""
+        n = await self._outbox_set(
+            [outbox_id],
+            "sent",
+            from_states=("pending",),
+            platform_message_ids=platform_message_ids,
+            attempt=True,
+        )
+        return n == 1
+
+    async def outbox_mark_delivered(self, ids: Sequence[int]) -> int:
+        """pending/sent → delivered (final). Returns how many rows moved."""
+        return await self._outbox_set(ids, "delivered", from_states=_OPEN_STATES)
+
+    async def outbox_mark_failed(self, outbox_id: int, error: str) -> bool:
+        """pending/sent → failed, keeping the (redacted by caller) error text."""
+        n = await self._outbox_set(
+            [outbox_id], "failed", from_states=_OPEN_STATES, error=error, attempt=True
+        )
+        return n == 1
+
+    async def outbox_mark_expired(self, ids: Sequence[int]) -> int:
+        """pending/sent → expired (too old to send)."""
+        return await self._outbox_set(ids, "expired", from_states=_OPEN_STATES)
+
+    async def outbox_record_attempt(self, outbox_id: int, error: str) -> None:
+        """A failed try that will be retried: attempts + 1, error kept, still pending."""
+        await self._outbox_set(
+            [outbox_id], "pending", from_states=("pending",), error=error, attempt=True
+        )
+
+    async def outbox_get(self, outbox_id: int) -> OutboxItem | None:
+        row = await self._fetchone("SELECT * FROM outbox WHERE id = ?", (outbox_id,))
+        return _outbox(row) if row else None
+
+    async def outbox_undelivered(self, max_age: float | None = None) -> list[OutboxItem]:
+        """pending/sent entries (younger than `max_age` seconds when given), oldest first."""
+        cutoff = self._clock() - max_age if max_age is not None else float("-inf")
+        rows = await self._fetchall(
+            "SELECT * FROM outbox WHERE state IN ('pending', 'sent') AND created_at >= ?"
+            " ORDER BY created_at, id",
+            (cutoff,),
+        )
+        return [_outbox(r) for r in rows]
+
+    # -- cursors ---------------------------------------------------------------------------
+    async def get_cursor(self, name: str) -> str | None:
+        row = await self._fetchone("SELECT value FROM cursors WHERE name = ?", (name,))
+        return None if row is None else str(row[0])
+
+    async def set_cursor(self, name: str, value: str | int) -> None:
+        async def op(conn: aiosqlite.Connection) -> None:
+            await conn.execute(
+                "INSERT INTO cursors(name, value) VALUES (?, ?)"
+                " ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                (name, str(value)),
+            )
+
+        await self._write(op)
+
+    # -- unreachable chats -----------------------------------------------------------------
+    async def mark_unreachable(self, platform: str, chat_id: str, reason: str) -> None:
+        async def op(conn: aiosqlite.Connection) -> None:
+            await conn.execute(
+                "INSERT INTO unreachable_chats(platform, chat_id, reason, since)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT(platform, chat_id)"
+                " DO UPDATE SET reason = excluded.reason",
+                (platform, str(chat_id), scrub(reason), self._clock()),
+            )
+
+        await self._write(op)
+
+    async def clear_unreachable(self, platform: str, chat_id: str) -> bool:
+        async def op(conn: aiosqlite.Connection) -> bool:
+            cur = await conn.execute(
+                "DELETE FROM unreachable_chats WHERE platform = ? AND chat_id = ?",
+                (platform, str(chat_id)),
+            )
+            return cur.rowcount == 1
+
+        return await self._write(op)
+
+    async def is_unreachable(self, platform: str, chat_id: str) -> bool:
+        row = await self._fetchone(
+            "SELECT 1 FROM unreachable_chats WHERE platform = ? AND chat_id = ?",
+            (platform, str(chat_id)),
+        )
+        return row is not None

@@ -1,0 +1,178 @@
+"""Messages: append (group-committed), load, rewind, platform ids."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import aiosqlite
+
+from storage.base import StoreBase
+from storage.codec import MESSAGE_COLUMNS, message_to_row, row_to_message
+from storage.errors import SessionNotFoundError
+
+__all__ = ["MessagesMixin", "APPEND_KEY", "append_merged", "insert_rows"]
+
+APPEND_KEY = "append"
+_INSERT_SQL = (
+    f"INSERT INTO messages (id, {MESSAGE_COLUMNS}) VALUES ({', '.join('?' * 17)})"
+)
+_VISIBLE_COLS = f"id, {MESSAGE_COLUMNS}"
+
+
+async def insert_rows(
+    conn: aiosqlite.Connection, rows: list[tuple[Any, ...]]
+) -> list[int]:
+    """Insert prepared rows (in order) inside the caller's transaction; returns their ids.
+
+    Ids are taken above the highest ever used (the write lock is held, so no other writer
+    can interleave).
+    """
+    if not rows:
+        return []
+    cur = await conn.execute(
+        "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0),"
+        " COALESCE((SELECT MAX(id) FROM messages), 0))"
+    )
+    row = await cur.fetchone()
+    base = int(row[0]) if row is not None else 0
+    ids = list(range(base + 1, base + 1 + len(rows)))
+    await conn.executemany(_INSERT_SQL, [(i, *r) for i, r in zip(ids, rows, strict=True)])
+    return ids
+
+
+async def append_merged(
+    conn: aiosqlite.Connection, payloads: list[tuple[str, list[tuple[Any, ...]], float]]
+) -> list[list[int]]:
+    """Run several queued appends as one insert; one id list per payload."""
+    flat = [row for _, rows, _ in payloads for row in rows]
+    ids = await insert_rows(conn, flat)
+    counts: Counter[str] = Counter()
+    last: dict[str, float] = {}
+    out: list[list[int]] = []
+    pos = 0
+    for sid, rows, now in payloads:
+        out.append(ids[pos : pos + len(rows)])
+        pos += len(rows)
+        counts[sid] += len(rows)
+        last[sid] = now
+    await conn.executemany(
+        "UPDATE sessions SET message_count = message_count + ?, last_activity = ? WHERE id = ?",
+        [(n, last[sid], sid) for sid, n in counts.items()],
+    )
+    return out
+
+
+class MessagesMixin(StoreBase):
+    """Message rows of a session, always ordered by id."""
+
+    async def append_messages(self, session_id: str, messages: list[dict[str, Any]]) -> list[int]:
+        """Append messages in order and return their ids (same order).
+
+        Durable when this returns (committed). Raises `ValueError` for a message without a
+        role, `SessionNotFoundError` when the session does not exist.
+        """
+        if not messages:
+            return []
+        now = self._clock()
+        rows = [message_to_row(session_id, m, now) for m in messages]
+        try:
+            result: list[int] = await self._writer.submit_merged(
+                APPEND_KEY, (session_id, rows, now)
+            )
+        except aiosqlite.IntegrityError as exc:
+            if "FOREIGN KEY" in str(exc):
+                raise SessionNotFoundError(session_id) from None
+            raise
+        return result
+
+    async def load_history(self, session_id: str) -> list[dict[str, Any]]:
+        """The active transcript in id order (what the model should see)."""
+        rows = await self._fetchall(
+            f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1"
+            " ORDER BY id",
+            (session_id,),
+        )
+        return [row_to_message(r) for r in rows]
+
+    async def load_all(
+        self, session_id: str, *, include_inactive: bool = True
+    ) -> list[dict[str, Any]]:
+        """Every row of the session in id order, with `_active`/`_compacted` flags."""
+        cond = "" if include_inactive else " AND active = 1"
+        rows = await self._fetchall(
+            f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ?{cond} ORDER BY id",
+            (session_id,),
+        )
+        return [row_to_message(r, with_flags=True) for r in rows]
+
+    async def get_message(self, message_id: int) -> dict[str, Any] | None:
+        row = await self._fetchone(f"SELECT {_VISIBLE_COLS} FROM messages WHERE id = ?", (message_id,))
+        return row_to_message(row, with_flags=True) if row else None
+
+    async def find_by_platform_message_id(
+        self, session_id: str, platform_message_id: str
+    ) -> dict[str, Any] | None:
+        row = await self._fetchone(
+            f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ?"
+            " AND platform_message_id = ? ORDER BY id DESC LIMIT 1",
+            (session_id, platform_message_id),
+        )
+        return row_to_message(row, with_flags=True) if row else None
+
+    async def set_platform_message_id(self, message_id: int, platform_message_id: str) -> bool:
+        """Attach the platform's id to a stored message; returns whether the row exists."""
+
+        async def op(conn: aiosqlite.Connection) -> bool:
+            cur = await conn.execute(
+                "UPDATE messages SET platform_message_id = ? WHERE id = ?",
+                (str(platform_message_id), message_id),
+            )
+            return cur.rowcount == 1
+
+        return await self._write(op)
+
+    async def rewind(self, session_id: str, n_user_turns: int = 1) -> list[dict[str, Any]]:
+        """Hide the last `n_user_turns` user turns: every active row from the Nth-last active
+        user message on becomes `active=0, compacted=0` (out of history and search, never
+        deleted). With fewer user turns than asked, rewinds to the first one. Returns the
+        hidden messages in order (empty when there is nothing to rewind)."""
+        n = max(1, int(n_user_turns))
+
+        async def op(conn: aiosqlite.Connection) -> list[dict[str, Any]]:
+            users = list(
+                await conn.execute_fetchall(
+                    "SELECT id FROM messages WHERE session_id = ? AND active = 1"
+                    " AND role = 'user' ORDER BY id DESC LIMIT ?",
+                    (session_id, n),
+                )
+            )
+            if not users:
+                return []
+            start = users[-1][0]
+            rows = list(
+                await conn.execute_fetchall(
+                    f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1"
+                    " AND id >= ? ORDER BY id",
+                    (session_id, start),
+                )
+            )
+            await conn.execute(
+                "UPDATE messages SET active = 0, compacted = 0"
+                " WHERE session_id = ? AND active = 1 AND id >= ?",
+                (session_id, start),
+            )
+            await conn.execute(
+                "UPDATE sessions SET message_count = MAX(0, message_count - ?) WHERE id = ?",
+                (len(rows), session_id),
+            )
+            return [row_to_message(r) for r in rows]
+
+        return await self._write(op)
+
+    async def last_message_id(self, session_id: str) -> int | None:
+        """Id of the newest active message (a compression job's snapshot point)."""
+        row = await self._fetchone(
+            "SELECT MAX(id) FROM messages WHERE session_id = ? AND active = 1", (session_id,)
+        )
+        return None if row is None or row[0] is None else int(row[0])

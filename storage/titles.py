@@ -1,0 +1,64 @@
+"""Title rules: sanitizing, uniqueness and lineage numbering ("Fix CI" → "Fix CI #2")."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import aiosqlite
+
+from storage.errors import InvalidTitleError
+
+__all__ = ["MAX_TITLE_LEN", "sanitize_title", "split_number", "next_lineage_title_on"]
+
+MAX_TITLE_LEN = 100
+_NUMBERED = re.compile(r"^(.*?) #(\d+)$")
+
+
+def sanitize_title(title: str | None) -> str | None:
+    """Drop control, format (zero-width, bidi) and surrogate characters, collapse whitespace.
+
+    Returns None for an empty result; raises `InvalidTitleError` above 100 characters.
+    """
+    if title is None:
+        return None
+    kept = "".join(
+        " " if ch.isspace() else ch
+        for ch in title
+        if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn")
+    )
+    cleaned = " ".join(kept.split())
+    if not cleaned:
+        return None
+    if len(cleaned) > MAX_TITLE_LEN:
+        raise InvalidTitleError(f"title is longer than {MAX_TITLE_LEN} characters")
+    return cleaned
+
+
+def split_number(title: str) -> tuple[str, int]:
+    """("Fix CI #3") → ("Fix CI", 3); an unnumbered title counts as 1."""
+    m = _NUMBERED.match(title)
+    if m and m.group(1):
+        return m.group(1), int(m.group(2))
+    return title, 1
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+async def next_lineage_title_on(conn: aiosqlite.Connection, title: str) -> str:
+    """The next free numbered title of `title`'s family, read through `conn`."""
+    base, _ = split_number(title)
+    rows = await conn.execute_fetchall(
+        "SELECT title FROM sessions WHERE title = ? OR title LIKE ? ESCAPE '\\'",
+        (base, _like_escape(base) + " #%"),
+    )
+    highest = 0
+    for row in rows:
+        b, n = split_number(row[0])
+        if b == base:
+            highest = max(highest, n)
+    if highest == 0:
+        return base
+    return f"{base} #{max(1, highest) + 1}"

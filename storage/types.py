@@ -1,0 +1,176 @@
+"""Row types returned by the state store: frozen dataclasses with explicit fields."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, fields
+from typing import Any, Literal, TypeVar
+
+__all__ = [
+    "Session",
+    "GuardState",
+    "Lease",
+    "SearchHit",
+    "MessagePreview",
+    "OutboxItem",
+    "OutboxState",
+    "PairingCode",
+    "ApprovedUser",
+    "row_to",
+]
+
+OutboxState = Literal["pending", "sent", "delivered", "expired", "failed"]
+
+T = TypeVar("T")
+
+
+def row_to(cls: type[T], row: sqlite3.Row) -> T:
+    """Build a dataclass from a row, taking exactly the dataclass's fields from it."""
+    keys = set(row.keys())
+    return cls(**{f.name: row[f.name] for f in fields(cls) if f.name in keys})  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One conversation. `lineage_kind` says how it descends from its parent:
+    `compression` (a rotation child), `branch` (a /branch fork) or None (a root)."""
+
+    id: str
+    source: str
+    started_at: float
+    user_id: str | None = None
+    session_key: str | None = None
+    chat_id: str | None = None
+    chat_type: str | None = None
+    thread_id: str | None = None
+    model: str | None = None
+    system_prompt: str | None = None
+    parent_session_id: str | None = None
+    lineage_kind: str | None = None
+    ended_at: float | None = None
+    end_reason: str | None = None
+    title: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    estimated_cost_usd: float | None = None
+    actual_cost_usd: float | None = None
+    cost_status: str | None = None
+    cooldown_until: float | None = None
+    cooldown_error: str | None = None
+    fallback_streak: int = 0
+    ineffective_count: int = 0
+    last_prompt_tokens: int | None = None
+    compression_count: int = 0
+    archived: bool = False
+    pinned: bool = False
+    last_activity: float | None = None
+    message_count: int = 0
+    api_call_count: int = 0
+    profile_name: str | None = None
+
+    @property
+    def is_live(self) -> bool:
+        return self.ended_at is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class GuardState:
+    """Compression guard state of one session, as stored (read fresh on every call)."""
+
+    session_id: str
+    cooldown_until: float | None
+    cooldown_error: str | None
+    fallback_streak: int
+    ineffective_count: int
+    last_prompt_tokens: int | None
+    compression_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A compression lease: `token` is the fencing token, strictly increasing per session."""
+
+    session_id: str
+    holder: str
+    token: int
+    acquired_at: float
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePreview:
+    """A neighbouring message of a search hit; `content` is at most 200 characters."""
+
+    id: int
+    role: str
+    content: str
+    timestamp: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One search result. `snippet` marks matches with « and »; `rank` is lower-is-better."""
+
+    session_id: str
+    message_id: int
+    role: str
+    snippet: str
+    timestamp: float
+    session_title: str | None
+    source: str
+    rank: float
+    before: MessagePreview | None
+    after: MessagePreview | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for key in ("before", "after"):
+            prev = out[key]
+            out[key] = None if prev is None else {f.name: getattr(prev, f.name) for f in fields(prev)}
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxItem:
+    """One entry of the outbound delivery ledger."""
+
+    id: int
+    session_id: str | None
+    platform: str
+    chat_id: str
+    thread_id: str | None
+    reply_to: str | None
+    text: str
+    state: str
+    platform_message_ids: list[str]
+    attempts: int
+    created_at: float
+    updated_at: float
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PairingCode:
+    """A pairing request. The plaintext code is never stored; only its hash is."""
+
+    platform: str
+    code_hash: str
+    user_id: str
+    display: str | None
+    created_at: float
+    expires_at: float
+    approved_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovedUser:
+    platform: str
+    user_id: str
+    display: str | None
+    approved_at: float

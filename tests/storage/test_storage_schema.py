@@ -1,0 +1,87 @@
+"""Migrations, file modes, connection discipline."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+from storage import SCHEMA_VERSION, StateStore
+from storage.db import prepare_database
+
+
+def _tables(path: Path) -> set[str]:
+    with sqlite3.connect(path) as conn:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def test_migrations_run_twice_and_on_existing_db(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    assert prepare_database(db) == 0
+    assert prepare_database(db) == SCHEMA_VERSION
+    with sqlite3.connect(db) as conn:
+        versions = [r[0] for r in conn.execute("SELECT version FROM schema_version")]
+        conn.execute("INSERT INTO sessions(id, source, started_at) VALUES ('keep', 'cli', 1)")
+    assert versions == list(range(1, SCHEMA_VERSION + 1))
+    assert prepare_database(db) == SCHEMA_VERSION
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT id FROM sessions").fetchall() == [("keep",)]
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    expected = {"sessions", "messages", "messages_fts", "messages_trigram", "compression_leases",
+                "inbound_events", "outbox", "cursors", "pairing_codes", "approved_users",
+                "unreachable_chats", "schema_version"}
+    assert expected <= _tables(db)
+
+
+async def test_concurrent_opens_migrate_once(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    stores = await asyncio.gather(*(StateStore.open(db) for _ in range(3)))
+    for st in stores:
+        await st.close()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+
+
+async def test_state_db_files_are_owner_only(tmp_path: Path) -> None:
+    db = tmp_path / "profile" / "state.db"
+    old = os.umask(0o022)
+    try:
+        async with await StateStore.open(db) as st:
+            s = await st.create_session(source="cli")
+            await st.append_messages(s.id, [{"role": "user", "content": "hi"}])
+            for name in ("state.db", "state.db-wal", "state.db-shm"):
+                mode = stat.S_IMODE((db.parent / name).stat().st_mode)
+                assert mode == 0o600, (name, oct(mode))
+    finally:
+        os.umask(old)
+
+
+async def test_existing_world_readable_db_is_tightened(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    db.touch()
+    db.chmod(0o644)
+    async with await StateStore.open(db):
+        pass
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+
+
+async def test_pragmas_on_connections(store: StateStore) -> None:
+    def check() -> tuple[str, int]:
+        with sqlite3.connect(store.path) as conn:
+            return conn.execute("PRAGMA journal_mode").fetchone()[0], 0
+
+    mode, _ = await asyncio.to_thread(check)
+    assert mode == "wal"
+    s = await store.create_session(source="cli")
+    # foreign keys are enforced: messages need an existing session
+    from storage import SessionNotFoundError
+
+    try:
+        await store.append_messages("nope", [{"role": "user", "content": "x"}])
+    except SessionNotFoundError:
+        pass
+    else:
+        raise AssertionError("append to a missing session must fail")
+    assert await store.load_history(s.id) == []
