@@ -86,6 +86,7 @@ DEFAULT_SPECS: Mapping[str, Mapping[str, BudgetSpec]] = MappingProxyType({
     "slack": MappingProxyType({"*": BudgetSpec(_ONE_PER_S)}),
     "discord": MappingProxyType({"*": BudgetSpec((RateWindow(5, 5.0),))}),
     "api": MappingProxyType({"*": BudgetSpec(())}),
+    "fake": MappingProxyType({"*": BudgetSpec(())}),
     "*": MappingProxyType({"*": BudgetSpec(_ONE_PER_S)}),
 })
 

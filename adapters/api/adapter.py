@@ -39,6 +39,7 @@ class ApiAdapter(BasePlatformAdapter):
         media=False,
         max_length=1_000_000,
         dialect="markdown",
+        rate_profile="api",
         trusted_auth=True,
     )
 

@@ -52,16 +52,21 @@ def root(
 def _attach() -> None:
     import importlib
 
-    from gateway.cli import config_cmd, profile_cmd
+    from gateway.cli import config_cmd, gateway_cmd, pairing_cmd, profile_cmd
 
     app.add_typer(profile_cmd.app, name="profile")
     app.add_typer(config_cmd.app, name="config")
+    app.add_typer(gateway_cmd.app, name="gateway")
+    app.add_typer(pairing_cmd.app, name="pairing")
     try:
         sessions_cmd = importlib.import_module("gateway.cli.sessions_cmd")
     except ModuleNotFoundError as exc:  # only while that module is not written yet
         if exc.name != "gateway.cli.sessions_cmd":
             raise
     else:
+        from gateway.cli import compress_cmd
+
+        compress_cmd.register(sessions_cmd.app)
         app.add_typer(sessions_cmd.app, name="sessions")
 
 

@@ -1,0 +1,114 @@
+"""Builds agents for sessions from the profile's configuration.
+
+The provider router (HTTP clients and credential health) and the tool registry are built once
+per process and shared; an `Agent` is cheap and built per turn with the session's stored
+system prompt, so a restart continues exactly where the session was.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from agent_core.agent import Agent, AgentConfig
+from agent_core.memory import MemoryStore
+from agent_core.ports import AgentPorts
+from agent_core.prompt import PromptInputs, build_system_prompt_async
+from agent_core.provider import ProviderRouter, ProviderSettings
+from agent_core.tools.base import ToolContext
+from agent_core.tools.registry import ToolRegistry, default_registry
+from gateway.config.models import HermesConfig, ProviderConfig
+from gateway.paths import ProfilePaths
+
+__all__ = ["AgentFactory", "provider_settings"]
+
+
+def provider_settings(name: str, cfg: ProviderConfig, *, model: str | None = None) -> ProviderSettings:
+    """Map one `providers.<name>` block to the agent's provider settings."""
+    return ProviderSettings(
+        name=name,
+        base_url=str(cfg.base_url).rstrip("/"),
+        api_keys=cfg.keys(),
+        model=model or cfg.model,
+        context_length=cfg.context_length,
+        timeout_s=cfg.timeout_s,
+        max_retries=cfg.max_retries,
+        strategy=cfg.credential_strategy,
+    )
+
+
+def _chain(config: HermesConfig) -> list[ProviderSettings]:
+    names = [config.model.provider, *config.model.fallback]
+    out: list[ProviderSettings] = []
+    for n in dict.fromkeys(names):
+        cfg = config.providers.get(n)
+        if cfg is None:
+            raise KeyError(f"model.provider / model.fallback names unknown provider {n!r}")
+        out.append(provider_settings(n, cfg))
+    return out
+
+
+class AgentFactory:
+    """One per gateway process."""
+
+    def __init__(
+        self,
+        config: HermesConfig,
+        paths: ProfilePaths,
+        *,
+        registry: ToolRegistry | None = None,
+        router: ProviderRouter | None = None,
+    ) -> None:
+        self._config = config
+        self._paths = paths
+        self.router = router or ProviderRouter(_chain(config))
+        self.registry = registry or default_registry()
+        main = config.providers[config.model.provider]
+        self.model = main.model
+        self.context_length = main.context_length
+        self._agent_config = AgentConfig(
+            max_iterations=config.model.max_iterations,
+            toolsets=tuple(config.agent.toolsets) if config.agent.toolsets else None,
+            ephemeral_system_prompt=config.agent.ephemeral_system_prompt,
+        )
+        self.workspace = Path(config.agent.workspace or paths.workspace)
+
+    async def aclose(self) -> None:
+        await self.router.aclose()
+
+    async def system_prompt(
+        self, *, platform_hint: str = "", today: dt.date | None = None
+    ) -> str:
+        """Build a session's system prompt (stored with the session, reused verbatim).
+
+        Reads SOUL.md, the memory files and project context files off the event loop."""
+        memory = MemoryStore(self._paths.memories)
+        tools = [s["function"]["name"] for s in self.registry.schemas(self._agent_config.toolsets)]
+        return await build_system_prompt_async(
+            PromptInputs(
+                model=self.model,
+                soul_path=self._paths.soul,
+                tool_names=tools,
+                external_prompt=self._config.agent.system_prompt or "",
+                memory_snapshot=memory.snapshot(),
+                cwd=self.workspace,
+                date=today or dt.date.today(),
+                platform_hint=platform_hint,
+            )
+        )
+
+    def build(self, system_prompt: str, *, session_id: str, ports: AgentPorts,
+              extra: dict[str, Any] | None = None) -> Agent:
+        def context() -> ToolContext:
+            return ToolContext(
+                workspace=self.workspace,
+                memory_dir=self._paths.memories,
+                output_dir=self.workspace / ".tool-output",
+                ports=ports,
+                session_id=session_id,
+                extra=extra if extra is not None else {},
+            )
+
+        return Agent(self.router, self.registry, system_prompt, config=self._agent_config,
+                     context_factory=context)

@@ -1,0 +1,42 @@
+"""`hermes gateway …`: run the daemon (service management lives in deploy commands)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="Run and manage the gateway daemon.", no_args_is_help=True)
+
+
+@app.command("run")
+def run(
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Take over from a gateway already running.")
+    ] = False,
+) -> None:
+    """Run the gateway in the foreground until SIGTERM/SIGINT (exit 0) or SIGUSR1 (exit 75).
+
+    Exit 78 on a configuration error, including a gateway already running for this profile.
+    """
+    from gateway.cli.bootstrap import current, fail, load_config_or_exit, warn
+    from gateway.config import EXIT_CONFIG
+    from gateway.instance import AlreadyRunning
+    from gateway.logging import configure_from_config
+    from gateway.paths import ensure_profile_dirs, paths
+    from gateway.runner import GatewayRunner
+
+    loaded = load_config_or_exit()
+    for w in loaded.warnings:
+        warn(w)
+    state = current()
+    p = paths()
+    ensure_profile_dirs(p)
+    configure_from_config(loaded.config.logging, profile=state.profile)
+    runner = GatewayRunner(loaded.config, p, replace=replace)
+    try:
+        code = asyncio.run(runner.run())
+    except AlreadyRunning as exc:
+        fail(f"{exc} (use --replace to take over)", EXIT_CONFIG)
+    raise typer.Exit(code)

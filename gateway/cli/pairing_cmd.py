@@ -1,0 +1,95 @@
+"""`hermes pairing list|approve|revoke`: let unknown users in by the code the bot gave them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Approve users who asked the bot for access.", no_args_is_help=True)
+T = TypeVar("T")
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+
+
+def _run(fn: Callable[[Any], Awaitable[T]]) -> T:
+    from gateway.paths import paths
+    from storage import StateStore
+
+    async def main() -> T:
+        async with await StateStore.open(paths().state_db) as store:
+            return await fn(store)
+
+    return asyncio.run(main())
+
+
+def _when(ts: float | None) -> str:
+    return "" if ts is None else datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+@app.command("list")
+def list_(as_json: JsonOpt = False) -> None:
+    """Pending requests and approved users."""
+
+    async def fn(store: Any) -> tuple[list[Any], list[Any]]:
+        return await store.pending_pairing_codes(), await store.approved_users()
+
+    pending, approved = _run(fn)
+    if as_json:
+        typer.echo(json.dumps({
+            "pending": [{"platform": p.platform, "user_id": p.user_id, "display": p.display,
+                         "expires_at": p.expires_at} for p in pending],
+            "approved": [{"platform": a.platform, "user_id": a.user_id, "display": a.display,
+                          "approved_at": a.approved_at} for a in approved],
+        }, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(title="Pending pairing requests")
+    for col in ("platform", "user", "name", "expires"):
+        t.add_column(col)
+    for p in pending:
+        t.add_row(p.platform, p.user_id, p.display or "", _when(p.expires_at))
+    console.print(t)
+    a = Table(title="Approved users")
+    for col in ("platform", "user", "name", "approved"):
+        a.add_column(col)
+    for u in approved:
+        a.add_row(u.platform, u.user_id, u.display or "", _when(u.approved_at))
+    console.print(a)
+
+
+@app.command("approve")
+def approve(platform: str, code: str) -> None:
+    """Approve the user who was given CODE on PLATFORM."""
+
+    async def fn(store: Any) -> Any:
+        return await store.approve_pairing_code(platform, code.strip().upper())
+
+    user = _run(fn)
+    if user is None:
+        from gateway.cli.bootstrap import fail
+
+        fail(f"no pending pairing code {code!r} on {platform} (wrong, expired or used)", 1)
+    typer.echo(f"Approved {user.display or user.user_id} ({user.user_id}) on {platform}.")
+
+
+@app.command("revoke")
+def revoke(platform: str, user_id: str) -> None:
+    """Remove an approved user."""
+
+    async def fn(store: Any) -> bool:
+        return bool(await store.revoke_user(platform, user_id))
+
+    if not _run(fn):
+        from gateway.cli.bootstrap import fail
+
+        fail(f"{user_id} is not an approved user on {platform}", 1)
+    typer.echo(f"Revoked {user_id} on {platform}.")

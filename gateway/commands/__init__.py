@@ -1,0 +1,1 @@
+"""Slash commands: registry and built-in handlers."""

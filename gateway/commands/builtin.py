@@ -1,0 +1,230 @@
+"""The built-in slash commands. Each handler returns the reply text (or None)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.commands.context import CommandContext
+from gateway.commands.registry import Command, CommandRegistry
+
+__all__ = ["CommandServices", "builtin_registry"]
+
+BUSY_REFUSAL = "⏳ The agent is working on a reply. Send /stop first, then /{name}."
+
+
+@dataclass(slots=True)
+class CommandServices:
+    """Collaborators of the command handlers (injected by the runner)."""
+
+    store: Any
+    manager: Any
+    turns: Any
+    compression: Any | None
+    policy: Any
+    model: str
+    context_length: int
+    registry: CommandRegistry | None = None
+
+
+async def _help(c: CommandContext) -> str:
+    reg = c.services.registry
+    return reg.help_text() if reg is not None else "No commands."
+
+
+async def _stop(c: CommandContext) -> str:
+    running, dropped = c.services.manager.stop(c.key, "stopped by user")
+    if not running and not dropped:
+        return "Nothing is running."
+    extra = f" Dropped {dropped} queued message(s)." if dropped else ""
+    return "⏹ Stopped." + extra
+
+
+async def _new(c: CommandContext) -> str:
+    svc = c.services
+    svc.manager.stop(c.key, "new session")
+    await svc.manager.wait_idle(c.key, 10.0)
+    current = await c.session()
+    if current is not None:
+        await svc.store.end_session(current.id, "new_session")
+    title = c.args.strip() or None
+    try:
+        session = await svc.turns.new_session(c.key, c.event, title=title)
+    except ValueError as exc:  # title in use / invalid
+        session = await svc.turns.new_session(c.key, c.event)
+        return f"✨ New session started ({exc}; untitled)."
+    named = f" “{session.title}”" if session.title else ""
+    return f"✨ New session{named} started."
+
+
+async def _status(c: CommandContext) -> str:
+    svc = c.services
+    s = await c.session()
+    busy = svc.manager.is_busy(c.key)
+    worker = svc.manager.get(c.key)
+    lines = [f"Model: {svc.model}"]
+    if s is None:
+        lines.append("Session: none yet (send a message to start one)")
+    else:
+        used = max(s.last_prompt_tokens or 0, 0)
+        pct = f" ({used * 100 // max(svc.context_length, 1)}%)" if used else ""
+        lineage = len(await svc.store.ancestors(s.id)) + 1
+        lines += [
+            f"Session: {s.id}" + (f" “{s.title}”" if s.title else ""),
+            f"Context: {used:,} / {svc.context_length:,} tokens{pct}",
+            f"Tokens so far: {s.input_tokens:,} in, {s.output_tokens:,} out",
+            f"Compressions: {s.compression_count}; lineage length: {lineage}",
+            f"Messages: {s.message_count}",
+        ]
+    lines.append("State: " + ("working" if busy else "idle")
+                 + (f", {worker.depth} queued" if worker and worker.depth else ""))
+    return "\n".join(lines)
+
+
+def _parse_compress(args: str) -> tuple[int | None, bool, str | None]:
+    try:
+        words = shlex.split(args)
+    except ValueError:
+        words = args.split()
+    keep: int | None = None
+    preview = False
+    rest: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w == "--preview":
+            preview = True
+        elif w == "here" and i + 1 < len(words) and words[i + 1].isdigit():
+            keep = int(words[i + 1])
+            i += 1
+        else:
+            rest.append(w)
+        i += 1
+    return keep, preview, (" ".join(rest) or None)
+
+
+async def _compress(c: CommandContext) -> str:
+    svc = c.services
+    if svc.compression is None:
+        return "Compression is disabled in this profile."
+    s = await c.session()
+    if s is None:
+        return "There is nothing to compress yet."
+    keep, preview, focus = _parse_compress(c.args)
+    out = await svc.compression.compress_now(
+        s.id, force=True, focus=focus, keep_last_turns=keep, preview=preview)
+    if out.status == "compressed":
+        child = f" Continuing in {out.child_session_id}." if out.child_session_id else ""
+        return (f"🗜 Compressed: {out.tokens_before:,} → {out.tokens_after:,} tokens.{child}")
+    if out.status == "preview":
+        return f"🔍 Preview: {out.detail or ''}".strip()
+    if out.status == "deferred":
+        return "⏳ Another compression of this session is running; try again shortly."
+    return f"Compression did not run: {out.status}" + (f" ({out.detail})" if out.detail else "")
+
+
+async def _undo(c: CommandContext) -> str:
+    s = await c.session()
+    if s is None:
+        return "Nothing to undo."
+    n = int(c.args) if c.args.strip().isdigit() else 1
+    hidden = await c.services.store.rewind(s.id, n)
+    users = [m.get("content") or "" for m in hidden if m.get("role") == "user"]
+    if not users:
+        return "Nothing to undo."
+    shown = "\n".join(f"• {u[:200]}" for u in users)
+    return f"↩️ Removed {len(users)} turn(s) from the conversation (kept in the archive):\n{shown}"
+
+
+async def _branch(c: CommandContext) -> str:
+    svc = c.services
+    s = await c.session()
+    if s is None:
+        return "There is no conversation to branch yet."
+    try:
+        child = await svc.store.branch(s.id, c.args.strip() or None)
+    except ValueError as exc:
+        return f"Could not branch: {exc}"
+    await svc.store.end_session(s.id, "branched")
+    return (f"🌿 Branched into {child.id}" + (f" “{child.title}”" if child.title else "")
+            + f". Send /resume {s.id} to go back.")
+
+
+async def _title(c: CommandContext) -> str:
+    s = await c.session()
+    if s is None:
+        return "There is no session yet."
+    name = c.args.strip()
+    if not name:
+        return f"Title: {s.title}" if s.title else "This session has no title. Use /title NAME."
+    try:
+        title = await c.services.store.set_title(s.id, name)
+    except ValueError as exc:
+        return f"Could not set the title: {exc}"
+    return f"🏷 Title set: {title}"
+
+
+async def _sessions(c: CommandContext) -> str:
+    store = c.services.store
+    rows = [s for s in await store.list_sessions(source=c.event.platform, limit=200)
+            if s.session_key == c.key][:10]
+    if not rows:
+        return "No sessions in this chat yet."
+    lines = ["Recent sessions (newest first):"]
+    for s in rows:
+        when = dt.datetime.fromtimestamp(s.started_at).strftime("%Y-%m-%d %H:%M")
+        state = "live" if s.ended_at is None else (s.end_reason or "ended")
+        lines.append(f"• {s.title or '(untitled)'} — {s.id} — {when} — {state}")
+    lines.append("Send /resume <title or id> to switch.")
+    return "\n".join(lines)
+
+
+async def _resume(c: CommandContext) -> str:
+    svc = c.services
+    target_name = c.args.strip()
+    if not target_name:
+        return "Usage: /resume <title or id>"
+    target = await svc.store.resolve(target_name)
+    if target is None:
+        return f"No session called “{target_name}”."
+    current = await c.session()
+    if current is not None and current.id == target.id:
+        return "That is already the current session."
+    if current is not None:
+        await svc.store.end_session(current.id, "switched")
+    if target.ended_at is not None:
+        await svc.store.reopen_session(target.id)
+    await svc.store.update_session(target.id, session_key=c.key)
+    await svc.store.touch(target.id)
+    return f"▶️ Resumed {target.id}" + (f" “{target.title}”" if target.title else "") + "."
+
+
+async def _whoami(c: CommandContext) -> str:
+    ev = c.event
+    listed = c.services.policy.is_listed(ev.platform, ev.user.id)
+    how = "allow-list" if listed else "paired or API key"
+    return (f"You are {ev.user.name or ev.user.id} (id {ev.user.id}) on {ev.platform}.\n"
+            f"Chat: {ev.chat_id} ({ev.chat_type.value})"
+            + (f", thread {ev.thread_id}" if ev.thread_id else "")
+            + f"\nAuthorized by: {how}")
+
+
+def builtin_registry() -> CommandRegistry:
+    reg = CommandRegistry([
+        Command("help", "Show the commands", _help, busy_ok=True),
+        Command("new", "Start a new session", _new, aliases=("reset",), args="[title]",
+                busy_ok=True),
+        Command("stop", "Stop the current answer", _stop, busy_ok=True),
+        Command("status", "Session, model, tokens and compressions", _status, busy_ok=True),
+        Command("compress", "Compress the conversation now", _compress,
+                args="[here N] [--preview] [focus…]"),
+        Command("undo", "Remove the last N turns", _undo, args="[N]"),
+        Command("branch", "Fork a new session from here", _branch, args="[name]"),
+        Command("title", "Show or set the session title", _title, args="[name]", busy_ok=True),
+        Command("sessions", "List this chat's sessions", _sessions, busy_ok=True),
+        Command("resume", "Switch to another session", _resume, args="<title|id>"),
+        Command("whoami", "Who the bot thinks you are", _whoami, busy_ok=True),
+    ])
+    return reg

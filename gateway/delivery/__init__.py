@@ -1,0 +1,1 @@
+"""Outbound delivery: streaming by message edit, final replies, outbox, notices."""

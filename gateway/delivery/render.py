@@ -1,0 +1,43 @@
+"""Reply text → what an adapter sends: dialect conversion and splitting per capabilities."""
+
+from __future__ import annotations
+
+import asyncio
+
+from adapters._text import render_parts, split_message, truncate_preview
+from gateway.delivery.stream import Rendered
+from gateway.ports import Capabilities
+
+__all__ = ["preview_text", "render_final", "render_plain"]
+
+_OFFLOAD_CHARS = 8_000
+
+
+def _limit(caps: Capabilities) -> int:
+    return max(caps.max_length, 256)
+
+
+def _render(md: str, caps: Capabilities, dialect: str) -> Rendered:
+    if dialect == "markdown":
+        parts = split_message(md, limit=_limit(caps), measure=caps.length_measure) if md else []
+        return Rendered(parts=parts, formatted=True)
+    parts = render_parts(md, dialect=dialect, limit=_limit(caps), measure=caps.length_measure)
+    return Rendered(parts=parts, formatted=dialect != "plain")
+
+
+async def render_final(md: str, caps: Capabilities) -> Rendered:
+    """Convert and split; long replies are rendered off the event loop."""
+    if len(md) > _OFFLOAD_CHARS:
+        return await asyncio.to_thread(_render, md, caps, caps.dialect)
+    return _render(md, caps, caps.dialect)
+
+
+def render_plain(md: str, caps: Capabilities) -> Rendered:
+    """The plain-text fallback for a platform that rejected the formatted text."""
+    r = _render(md, caps, "plain")
+    return Rendered(parts=r.parts, formatted=False)
+
+
+def preview_text(text: str, caps: Capabilities) -> str:
+    """A streaming preview (plain text) cut to the platform's limit."""
+    return truncate_preview(text, _limit(caps), caps.length_measure)

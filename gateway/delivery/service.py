@@ -1,0 +1,319 @@
+"""Delivery service: notices, streamed turns, final replies through the outbox, recovery."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from adapters._text import MediaPolicy, extract_media
+from gateway.delivery.render import preview_text, render_final, render_plain
+from gateway.delivery.stream import DeliveryFailed, StreamConsumer, StreamSettings
+from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage, SendResult
+from gateway.ports import BasePlatformAdapter
+from gateway.ratelimit import Deferred, RateBudgets
+
+__all__ = ["DeliveryService", "OutboxLedger", "PreparedFinal", "ReplyTarget", "RECOVERED_MARKER"]
+
+log = structlog.get_logger("gateway.delivery")
+
+RECOVERED_MARKER = "♻️ Recovered reply (the gateway restarted before it was sent):"
+RECOVERY_MAX_AGE_S = 24 * 3600
+TYPING_REFRESH_S = 4.0
+
+
+class OutboxLedger(Protocol):
+    async def outbox_add(self, *, platform: str, chat_id: str, text: str,
+                         session_id: str | None = None, thread_id: str | None = None,
+                         reply_to: str | None = None) -> int: ...
+    async def outbox_mark_sent(self, outbox_id: int, platform_message_ids: Any) -> bool: ...
+    async def outbox_mark_delivered(self, ids: Any) -> int: ...
+    async def outbox_mark_failed(self, outbox_id: int, error: str) -> bool: ...
+    async def outbox_mark_expired(self, ids: Any) -> int: ...
+    async def outbox_record_attempt(self, outbox_id: int, error: str) -> None: ...
+    async def outbox_undelivered(self, max_age: float | None = None) -> list[Any]: ...
+    async def mark_unreachable(self, platform: str, chat_id: str, reason: str) -> None: ...
+    async def clear_unreachable(self, platform: str, chat_id: str) -> bool: ...
+    async def is_unreachable(self, platform: str, chat_id: str) -> bool: ...
+    async def unreachable_chats(self) -> list[Any]: ...
+    async def outbox_get(self, outbox_id: int) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFinal:
+    target: ReplyTarget
+    outbox_id: int
+    body: str
+    attachments: tuple[OutboundAttachment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyTarget:
+    """Where a reply goes: the chat and thread the user spoke in, anchored to their message."""
+
+    adapter: str
+    chat_id: str
+    thread_id: str | None
+    reply_to: str | None
+    chat_type: str = "dm"
+
+    @classmethod
+    def of(cls, event: MessageEvent) -> ReplyTarget:
+        return cls(event.platform, event.chat_id, event.thread_id, event.message_id,
+                   event.chat_type.value)
+
+
+class DeliveryService:
+    """All outbound traffic of the gateway goes through here, on each chat's rate budget."""
+
+    def __init__(
+        self,
+        adapters: Mapping[str, BasePlatformAdapter],
+        ledger: OutboxLedger,
+        *,
+        budgets: RateBudgets | None = None,
+        media: MediaPolicy | None = None,
+        stream: StreamSettings = StreamSettings(),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._adapters = adapters
+        self._ledger = ledger
+        self.budgets = budgets or RateBudgets()
+        self._media = media
+        self._stream = stream
+        self._clock = clock
+        self._retry_tasks: set[asyncio.Task[None]] = set()
+        self._unreachable: set[tuple[str, str]] = set()
+        self.on_outbound: Callable[[str], None] = lambda _name: None
+
+    async def load_unreachable(self) -> None:
+        """Remember which chats were marked unreachable (by an earlier run too)."""
+        rows = await self._ledger.unreachable_chats()
+        self._unreachable = {(r[0], str(r[1])) for r in rows}
+
+    def maybe_unreachable(self, platform: str, chat_id: str) -> bool:
+        return (platform, str(chat_id)) in self._unreachable
+
+    def forget_unreachable(self, platform: str, chat_id: str) -> None:
+        self._unreachable.discard((platform, str(chat_id)))
+
+    async def _mark_unreachable(self, platform: str, chat_id: str, reason: str) -> None:
+        self._unreachable.add((platform, str(chat_id)))
+        await self._ledger.mark_unreachable(platform, chat_id, reason)
+
+    def adapter(self, name: str) -> BasePlatformAdapter | None:
+        return self._adapters.get(name)
+
+    def _budget(self, t: ReplyTarget) -> Any:
+        adapter = self._adapters.get(t.adapter)
+        profile = adapter.capabilities.rate_profile if adapter is not None else t.adapter
+        return self.budgets.for_chat(profile, f"{t.adapter}:{t.chat_id}", t.chat_type)
+
+    # -- notices ---------------------------------------------------------------------------
+    async def notify(self, target: ReplyTarget, text: str) -> bool:
+        """A short plain-text notice (command answers, busy acks, pairing codes). Never raises."""
+        adapter = self._adapters.get(target.adapter)
+        if adapter is None:
+            return False
+        try:
+            await self._budget(target).acquire("send")
+            res = await adapter.send(OutboundMessage(
+                chat_id=target.chat_id, thread_id=target.thread_id, reply_to=target.reply_to,
+                text=text, formatted=False))
+        except Deferred:
+            log.info("notice_shed", adapter=target.adapter, chat_id=target.chat_id)
+            return False
+        except Exception as exc:  # an adapter bug must not break the caller
+            log.warning("notice_failed", adapter=target.adapter, error=type(exc).__name__)
+            return False
+        await self._after_send(target, res)
+        return res.ok
+
+    async def turn_complete(self, target: ReplyTarget, *, ok: bool, error: str | None = None) -> None:
+        adapter = self._adapters.get(target.adapter)
+        if adapter is not None:
+            with contextlib.suppress(Exception):
+                await adapter.turn_complete(target.chat_id, reply_to=target.reply_to, ok=ok,
+                                            error=error)
+
+    # -- streaming ---------------------------------------------------------------------------
+    def begin(self, target: ReplyTarget) -> StreamConsumer | None:
+        adapter = self._adapters.get(target.adapter)
+        if adapter is None:
+            return None
+        caps = adapter.capabilities
+        return StreamConsumer(
+            adapter, chat_id=target.chat_id, thread_id=target.thread_id,
+            reply_to=target.reply_to, budget=self._budget(target),
+            preview=lambda text: preview_text(text, caps), settings=self._stream,
+        )
+
+    def typing_loop(self, target: ReplyTarget) -> asyncio.Task[None] | None:
+        """Refresh the typing indicator until the returned task is cancelled."""
+        adapter = self._adapters.get(target.adapter)
+        if adapter is None or not adapter.capabilities.typing:
+            return None
+
+        async def loop() -> None:
+            budget = self._budget(target)
+            while True:
+                if budget.try_acquire("typing"):
+                    with contextlib.suppress(Exception):
+                        await adapter.typing(target.chat_id, target.thread_id)
+                await asyncio.sleep(TYPING_REFRESH_S)
+
+        return asyncio.create_task(loop(), name=f"typing:{target.adapter}:{target.chat_id}")
+
+    # -- finals ------------------------------------------------------------------------------
+    async def record_final(self, target: ReplyTarget, text: str, *,
+                           session_id: str | None) -> PreparedFinal:
+        """Resolve MEDIA lines and record the reply in the outbox (`pending`) before anything
+        is sent, so a crash from here on ends in exactly one delivery after restart."""
+        body, media = extract_media(text)
+        notes: list[str] = []
+        allowed: list[OutboundAttachment] = []
+        for ref in media:
+            decision = await asyncio.to_thread(self._media.check, ref.path) if self._media \
+                else None
+            if decision is None or not decision.allowed:
+                notes.append(decision.note() if decision else f"⚠️ Attachment not sent: {ref.path}")
+                continue
+            allowed.append(OutboundAttachment(path=str(decision.path),
+                                              as_document=ref.as_document, as_voice=ref.as_voice))
+        if notes:
+            body = (body + "\n\n" + "\n".join(notes)).strip()
+        outbox_id = await self._ledger.outbox_add(
+            platform=target.adapter, chat_id=target.chat_id, text=body,
+            session_id=session_id, thread_id=target.thread_id, reply_to=target.reply_to)
+        return PreparedFinal(target, outbox_id, body, tuple(allowed))
+
+    async def send_final(self, final: PreparedFinal,
+                         consumer: StreamConsumer | None = None) -> list[str]:
+        """Send a recorded final reply and mark it delivered. Returns the platform message ids
+        ([] when it could not be sent now: it then stays pending and is retried in the
+        background after a rate limit or transient error)."""
+        target, outbox_id = final.target, final.outbox_id
+        adapter = self._adapters.get(target.adapter)
+        if adapter is None:
+            await self._ledger.outbox_record_attempt(outbox_id, "adapter not available")
+            return []
+        if self.maybe_unreachable(target.adapter, target.chat_id):
+            await self._ledger.outbox_mark_failed(outbox_id, "chat unreachable")
+            return []
+        ids = await self._send_body(adapter, target, final.body, consumer, outbox_id)
+        if ids is None:
+            return []
+        for att in final.attachments:
+            with contextlib.suppress(Exception):
+                await self._budget(target).acquire("send")
+                await adapter.send_media(target.chat_id, att, thread_id=target.thread_id)
+        await self._ledger.outbox_mark_delivered([outbox_id])
+        return ids
+
+    async def deliver_final(self, target: ReplyTarget, text: str, *, session_id: str | None,
+                            consumer: StreamConsumer | None = None) -> list[str]:
+        """`record_final` then `send_final`."""
+        final = await self.record_final(target, text, session_id=session_id)
+        return await self.send_final(final, consumer)
+
+    async def _send_body(self, adapter: BasePlatformAdapter, target: ReplyTarget, body: str,
+                         consumer: StreamConsumer | None, outbox_id: int) -> list[str] | None:
+        caps = adapter.capabilities
+        consumer = consumer or StreamConsumer(
+            adapter, chat_id=target.chat_id, thread_id=target.thread_id,
+            reply_to=target.reply_to, budget=self._budget(target),
+            preview=lambda t: preview_text(t, caps), settings=self._stream)
+        rendered = await render_final(body, caps)
+        try:
+            ids = await consumer.finish(rendered, lambda: render_plain(body, caps))
+        except Deferred as d:
+            self._retry_later(target, outbox_id, d.until - time.monotonic())
+            return None
+        except DeliveryFailed as f:
+            await self._handle_failure(target, outbox_id, f.result)
+            return None
+        except Exception as exc:
+            await self._ledger.outbox_record_attempt(outbox_id, type(exc).__name__)
+            log.warning("final_send_error", adapter=target.adapter, error=type(exc).__name__)
+            return None
+        self.on_outbound(target.adapter)
+        await self._ledger.outbox_mark_sent(outbox_id, ids)
+        return ids
+
+    async def _handle_failure(self, target: ReplyTarget, outbox_id: int, res: SendResult) -> None:
+        kind = res.error_kind
+        err = res.error or str(kind)
+        if kind in (ErrorKind.FORBIDDEN, ErrorKind.NOT_FOUND):
+            await self._mark_unreachable(target.adapter, target.chat_id, err)
+            await self._ledger.outbox_mark_failed(outbox_id, err)
+        elif kind is ErrorKind.RATE_LIMITED:
+            await self._ledger.outbox_record_attempt(outbox_id, err)
+            self._retry_later(target, outbox_id, res.retry_after or 1.0)
+        elif kind in (ErrorKind.TRANSIENT,):
+            await self._ledger.outbox_record_attempt(outbox_id, err)
+            self._retry_later(target, outbox_id, 2.0)
+        else:
+            # A timeout may have delivered the message: don't send blindly again.
+            await self._ledger.outbox_mark_failed(outbox_id, err)
+        log.warning("final_send_failed", adapter=target.adapter, kind=str(kind))
+
+    def _retry_later(self, target: ReplyTarget, outbox_id: int, delay: float) -> None:
+        async def retry() -> None:
+            await asyncio.sleep(max(delay, 0.05))
+            await self.resend(outbox_id, target)
+
+        task = asyncio.create_task(retry(), name=f"outbox-retry:{outbox_id}")
+        self._retry_tasks.add(task)
+        task.add_done_callback(self._retry_tasks.discard)
+
+    async def resend(self, outbox_id: int, target: ReplyTarget, marker: str | None = None) -> None:
+        adapter = self._adapters.get(target.adapter)
+        item = await self._ledger.outbox_get(outbox_id)
+        if adapter is None or item is None or item.state not in ("pending", "sent"):
+            return
+        text = f"{marker}\n\n{item.text}" if marker else item.text
+        ids = await self._send_body(adapter, target, text, None, outbox_id)
+        if ids is not None:
+            await self._ledger.outbox_mark_delivered([outbox_id])
+
+    async def _after_send(self, target: ReplyTarget, res: SendResult) -> None:
+        if res.ok:
+            self.on_outbound(target.adapter)
+            return
+        if res.error_kind is ErrorKind.RATE_LIMITED and res.retry_after:
+            self._budget(target).throttle(res.retry_after)
+        elif res.error_kind in (ErrorKind.FORBIDDEN, ErrorKind.NOT_FOUND):
+            await self._mark_unreachable(target.adapter, target.chat_id,
+                                         res.error or str(res.error_kind))
+
+    # -- recovery ------------------------------------------------------------------------------
+    async def recover(self) -> tuple[int, int]:
+        """At start-up: re-send undelivered finals younger than 24 h once, with a marker;
+        mark older ones expired. Returns (resent, expired)."""
+        pending = await self._ledger.outbox_undelivered()
+        now = self._clock()
+        old = [p.id for p in pending if now - p.created_at > RECOVERY_MAX_AGE_S]
+        if old:
+            await self._ledger.outbox_mark_expired(old)
+        resent = 0
+        for item in pending:
+            if item.id in old:
+                continue
+            target = ReplyTarget(item.platform, item.chat_id, item.thread_id, item.reply_to)
+            if item.attempts >= 1 and item.state == "sent":
+                # It reached the platform; only the delivered mark was lost.
+                await self._ledger.outbox_mark_delivered([item.id])
+                continue
+            await self.resend(item.id, target, marker=RECOVERED_MARKER)
+            resent += 1
+        return resent, len(old)
+
+    async def close(self) -> None:
+        for t in list(self._retry_tasks):
+            t.cancel()
+        self.budgets.close()

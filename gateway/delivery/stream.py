@@ -1,0 +1,266 @@
+"""Streams one turn's reply into one platform message, then finalizes it in place.
+
+`on_delta` is called for every streamed token and costs only an append; a flusher task edits
+the preview at most once per interval and only when the text changed. `finish()` replaces the
+preview with the final text (split into parts when too long) exactly once, whatever happened
+before: an interrupt, rate limits or failed edits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import structlog
+
+from gateway.events import ErrorKind, OutboundMessage, SendResult
+from gateway.ports import BasePlatformAdapter
+
+__all__ = ["Budget", "DeliveryFailed", "Rendered", "StreamConsumer", "StreamSettings"]
+
+log = structlog.get_logger("gateway.delivery")
+
+CURSOR = " ▌"
+
+
+class Budget(Protocol):
+    """The chat's shared rate budget (see gateway.ratelimit)."""
+
+    def try_acquire(self, kind: str) -> bool: ...
+
+    async def acquire(self, kind: str) -> None: ...
+
+    def throttle(self, retry_after: float) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """Final text converted to the platform dialect and split to its limit."""
+
+    parts: list[str]
+    formatted: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    edit_interval_s: float = 1.0
+    max_interval_s: float = 8.0
+    max_edit_failures: int = 3
+    preview_limit: int = 4000
+
+
+class StreamConsumer:
+    """One reply, one message (plus continuation parts when the final text is too long)."""
+
+    def __init__(
+        self,
+        adapter: BasePlatformAdapter,
+        *,
+        chat_id: str,
+        thread_id: str | None,
+        reply_to: str | None,
+        budget: Budget,
+        preview: Callable[[str], str],
+        settings: StreamSettings = StreamSettings(),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._adapter = adapter
+        self._chat = chat_id
+        self._thread = thread_id
+        self._reply_to = reply_to
+        self._budget = budget
+        self._preview = preview
+        self._s = settings
+        self._clock = clock
+        self._can_edit = adapter.capabilities.edit
+        self._chunks: list[str] = []
+        self._status: str | None = None
+        self._dirty = False
+        self._shown: str | None = None
+        self.message_id: str | None = None
+        self._interval = settings.edit_interval_s
+        self._failures = 0
+        self._flusher: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._finished = False
+        self.edits = 0
+
+    # -- streaming ---------------------------------------------------------------------
+    def on_delta(self, text: str) -> None:
+        """Append streamed text. O(1); never awaits."""
+        if not text or self._finished:
+            return
+        self._chunks.append(text)
+        self._dirty = True
+        if not self._can_edit:
+            return
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush_loop(), name=f"stream:{self._chat}")
+        else:
+            self._wake.set()
+
+    def on_status(self, text: str | None) -> None:
+        """A short status line shown under the preview (tool progress, compaction)."""
+        if self._finished:
+            return
+        self._status = text
+        self._dirty = True
+        if not self._can_edit:
+            return
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush_loop(), name=f"stream:{self._chat}")
+        else:
+            self._wake.set()
+
+    @property
+    def text(self) -> str:
+        if len(self._chunks) > 1:
+            self._chunks = ["".join(self._chunks)]
+        return self._chunks[0] if self._chunks else ""
+
+    def _preview_text(self) -> str:
+        body = self.text
+        if self._status:
+            body = f"{body}\n\n_{self._status}_" if body else f"_{self._status}_"
+        return self._preview(body + CURSOR)
+
+    async def _flush_loop(self) -> None:
+        """Push the preview when it changed, then rest for the (backed-off) interval: the
+        first preview goes out at once, later edits at most once per interval."""
+        while not self._finished:
+            if not self._dirty:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            self._dirty = False
+            await self._push_preview()
+            if not self._can_edit:
+                return
+            await asyncio.sleep(self._interval)
+
+    async def _push_preview(self) -> None:
+        text = self._preview_text()
+        if text == self._shown:
+            return
+        if self.message_id is None:
+            if not self._budget.try_acquire("send"):
+                self._dirty = True
+                return
+            res = await self._adapter.send(self._out(text, formatted=False))
+            if res.ok and res.message_ids:
+                self.message_id = res.message_ids[-1]
+                self._shown = text
+            else:
+                self._note_failure(res)
+            return
+        if not self._budget.try_acquire("edit"):  # cosmetic: shed first
+            self._dirty = True
+            return
+        res = await self._adapter.edit(self._chat, self.message_id, text, formatted=False)
+        if res.ok or res.error_kind is ErrorKind.NOT_MODIFIED:
+            self._shown = text
+            self.edits += 1
+            self._failures = 0
+        else:
+            self._note_failure(res)
+
+    def _note_failure(self, res: SendResult) -> None:
+        self._failures += 1
+        self._dirty = True
+        if res.error_kind is ErrorKind.RATE_LIMITED:
+            self._budget.throttle(res.retry_after or self._interval * 2)
+            self._interval = min(self._interval * 2, self._s.max_interval_s)
+        if self._failures >= self._s.max_edit_failures:
+            log.warning("stream_edits_disabled", chat_id=self._chat, error=res.error)
+            self._can_edit = False
+
+    def _out(self, text: str, *, formatted: bool) -> OutboundMessage:
+        return OutboundMessage(
+            chat_id=self._chat,
+            thread_id=self._thread,
+            reply_to=self._reply_to,
+            text=text,
+            formatted=formatted,
+        )
+
+    async def stop_streaming(self) -> None:
+        """Stop the flusher (idempotent); the preview stays until `finish()`."""
+        self._finished = True
+        self._wake.set()
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._flusher
+            self._flusher = None
+
+    # -- final -------------------------------------------------------------------------
+    async def finish(
+        self,
+        rendered: Rendered,
+        plain: Callable[[], Rendered],
+        send_final: Callable[[OutboundMessage], Awaitable[SendResult]] | None = None,
+    ) -> list[str]:
+        """Deliver the final reply exactly once; returns the platform message ids.
+
+        The first part replaces the preview in place when there is one and editing still
+        works; otherwise it is sent as a new message (and the stale preview is removed where
+        the platform allows). A part the platform rejects for its formatting is retried once as
+        plain text (`plain()` renders the same reply unformatted): the text is never lost.
+        """
+        await self.stop_streaming()
+        send = send_final or self._adapter.send
+        ids: list[str] = []
+        parts = rendered.parts or [""]
+        fallback: list[str] | None = None
+        for i, part in enumerate(parts):
+            formatted = rendered.formatted
+            res = await self._deliver_part(i, part, formatted, send)
+            if not res.ok and res.error_kind in (ErrorKind.BAD_FORMAT, ErrorKind.TOO_LONG):
+                if fallback is None:
+                    fallback = plain().parts
+                alt = fallback[i] if i < len(fallback) else part
+                res = await self._deliver_part(i, alt, False, send)
+                if res.ok and i == len(parts) - 1 and len(fallback) > len(parts):
+                    for extra in fallback[len(parts):]:
+                        more = await send(self._out(extra, formatted=False))
+                        ids.extend(more.message_ids)
+            if not res.ok:
+                raise DeliveryFailed(res)
+            ids.extend(res.message_ids or ((self.message_id,) if i == 0 and self.message_id else ()))
+        return [i for i in ids if i]
+
+    async def _deliver_part(
+        self,
+        index: int,
+        text: str,
+        formatted: bool,
+        send: Callable[[OutboundMessage], Awaitable[SendResult]],
+    ) -> SendResult:
+        if index == 0 and self.message_id is not None and self._can_edit:
+            await self._budget.acquire("final")
+            res = await self._adapter.edit(self._chat, self.message_id, text, formatted=formatted)
+            if res.ok or res.error_kind is ErrorKind.NOT_MODIFIED:
+                return SendResult.success(self.message_id)
+            if res.error_kind in (ErrorKind.BAD_FORMAT, ErrorKind.TOO_LONG):
+                return res
+            if res.error_kind is ErrorKind.RATE_LIMITED:
+                self._budget.throttle(res.retry_after or 1.0)
+                return res
+            # The preview can no longer be edited: send the final as a new message instead.
+            self._can_edit = False
+        await self._budget.acquire("final")
+        res = await send(self._out(text, formatted=formatted))
+        if res.ok and index == 0 and self.message_id is not None and not self._can_edit:
+            with contextlib.suppress(Exception):
+                await self._adapter.delete(self._chat, self.message_id)
+        return res
+
+
+class DeliveryFailed(Exception):
+    def __init__(self, result: SendResult) -> None:
+        super().__init__(result.error or str(result.error_kind))
+        self.result = result

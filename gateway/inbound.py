@@ -1,0 +1,171 @@
+"""Builds the inbound pipeline and the two lanes after it: slash commands and sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+
+from gateway.commands.context import CommandContext
+from gateway.commands.registry import CommandRegistry, parse_command
+from gateway.delivery.service import DeliveryService, ReplyTarget
+from gateway.events import MessageEvent
+from gateway.pipeline import Inbound, Next, Pipeline
+from gateway.pipeline.authz import AccessPolicy, Authorize
+from gateway.pipeline.filters import Dedup, drop_self_and_bots
+from gateway.pipeline.mention import MentionGate
+from gateway.ports import BasePlatformAdapter, Capabilities
+from gateway.sessions import SessionManager, session_key
+
+__all__ = ["InboundRouter", "PairingDesk"]
+
+log = structlog.get_logger("gateway.inbound")
+
+MAX_PENDING_CODES_PER_HOUR = 3
+
+
+class PairingDesk:
+    """`PairingLedger` over the state store: codes hashed, at most 3 per user per hour."""
+
+    def __init__(self, store: Any, clock: Callable[[], float] = time.time) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def is_paired(self, platform: str, user_id: str) -> bool:
+        return bool(await self._store.is_approved(platform, user_id))
+
+    async def issue_pairing_code(self, platform: str, user_id: str,
+                                 display: str | None) -> str | None:
+        since = self._clock() - 3600
+        if await self._store.count_pairing_codes_since(platform, user_id, since) >= \
+                MAX_PENDING_CODES_PER_HOUR:
+            return None
+        code: str = await self._store.create_pairing_code(platform, user_id, display=display)
+        return code
+
+
+class InboundRouter:
+    """`emit()` for every adapter: durable dedup first, then policy, then a lane.
+
+    It returns as soon as the event is durably recorded and routed; command handlers and
+    notices run in their own tasks so a slow reply never holds up an adapter's intake.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Any,
+        adapters: Mapping[str, BasePlatformAdapter],
+        delivery: DeliveryService,
+        manager: SessionManager,
+        commands: CommandRegistry,
+        command_services: Any,
+        policy: AccessPolicy,
+        require_mention: Callable[[str], bool],
+        group_sessions_per_user: bool = True,
+    ) -> None:
+        self._store = store
+        self._adapters = adapters
+        self._delivery = delivery
+        self._manager = manager
+        self._commands = commands
+        self._services = command_services
+        self._per_user = group_sessions_per_user
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.routed = 0
+        self._pipeline = Pipeline([
+            drop_self_and_bots,
+            Dedup(store_ledger(store)),
+            self._clear_unreachable,
+            Authorize(policy, PairingDesk(store), self._reply),
+            MentionGate(require_mention),
+            self._command_lane,
+            self._route,
+        ])
+
+    def _caps(self, event: MessageEvent) -> Capabilities:
+        adapter = self._adapters.get(event.platform)
+        return adapter.capabilities if adapter is not None else Capabilities()
+
+    async def emit(self, event: MessageEvent) -> bool:
+        """Must not raise for a bad event: it is logged and dropped (after being recorded)."""
+        item = Inbound(event=event, capabilities=self._caps(event))
+        try:
+            await self._pipeline.run(item)
+        except Exception:
+            log.exception("inbound_failed", platform=event.platform, event_id=event.event_id)
+        if item.dropped and item.dropped != "duplicate":
+            self._spawn(self._delivery.turn_complete(ReplyTarget.of(event), ok=False,
+                                                     error=f"not processed: {item.dropped}"),
+                        "complete")
+        return item.new
+
+    async def _reply(self, event: MessageEvent, text: str) -> None:
+        self._spawn(self._delivery.notify(ReplyTarget.of(event), text), "notice")
+
+    def _spawn(self, coro: Any, kind: str) -> None:
+        task = asyncio.create_task(coro, name=f"inbound-{kind}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _clear_unreachable(self, item: Inbound, nxt: Next) -> None:
+        if self._delivery.maybe_unreachable(item.event.platform, item.event.chat_id):
+            await self._store.clear_unreachable(item.event.platform, item.event.chat_id)
+            self._delivery.forget_unreachable(item.event.platform, item.event.chat_id)
+        await nxt()
+
+    async def _command_lane(self, item: Inbound, nxt: Next) -> None:
+        parsed = parse_command(item.event.text)
+        command = self._commands.resolve(parsed.name) if parsed else None
+        if parsed is None or command is None:
+            await nxt()
+            return
+        key = session_key(item.event, group_sessions_per_user=self._per_user)
+        item.notes["command"] = command.name
+        self._spawn(self._run_command(item.event, key, command, parsed.args), "command")
+
+    async def _run_command(self, event: MessageEvent, key: str, command: Any, args: str) -> None:
+        target = ReplyTarget.of(event)
+        ok = True
+        try:
+            if not command.busy_ok and self._manager.is_busy(key):
+                text = f"⏳ The agent is working on a reply. Send /stop first, then /{command.name}."
+            else:
+                text = await command.handler(CommandContext(event, key, args, self._services))
+            if text:
+                await self._delivery.notify(target, text)
+        except Exception as exc:
+            ok = False
+            log.exception("command_failed", command=command.name)
+            await self._delivery.notify(target, f"⚠️ /{command.name} failed ({type(exc).__name__}).")
+        finally:
+            await self._delivery.turn_complete(target, ok=ok)
+
+    async def _route(self, item: Inbound, nxt: Next) -> None:
+        ev = item.event
+        if not ev.text.strip() and not ev.attachments:
+            item.drop("empty")
+            return
+        key = session_key(ev, group_sessions_per_user=self._per_user)
+        self.routed += 1
+        await self._manager.dispatch(key, ev)
+
+    async def close(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+class _StoreLedger:
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    async def record_inbound(self, platform: str, event_id: str) -> bool:
+        return bool(await self._store.record_if_new(platform, event_id))
+
+
+def store_ledger(store: Any) -> _StoreLedger:
+    return _StoreLedger(store)

@@ -1,0 +1,359 @@
+"""`GatewayRunner`: builds the components in order, supervises adapters, drains on signals.
+
+Start-up order: CA bundle → (config and .env are loaded by the CLI) → single-instance lock →
+storage → agent factory → compression → delivery, sessions, commands, inbound → adapters
+(concurrently, each with a connect timeout) → health server → recovery of undelivered replies
+and unanswered turns. Teardown runs in reverse; errors are collected, not raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from adapters._text import MediaPolicy
+from gateway.agents import AgentFactory
+from gateway.commands.builtin import CommandServices, builtin_registry
+from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
+from gateway.delivery.service import DeliveryService
+from gateway.delivery.stream import StreamSettings
+from gateway.health import HealthServer
+from gateway.inbound import InboundRouter
+from gateway.metrics import GatewayMetrics
+from gateway.paths import ProfilePaths
+from gateway.pipeline.authz import AccessPolicy
+from gateway.ports import BasePlatformAdapter, CursorStore
+from gateway.recovery import recover_unanswered
+from gateway.registry import create_adapter
+from gateway.sessions import SessionManager
+from gateway.supervisor import AdapterSupervisor, SupervisorSettings
+from gateway.turns import TurnService, TurnSettings
+from gateway.watchdog import LoopWatchdog
+
+__all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle"]
+
+log = structlog.get_logger("gateway.runner")
+
+
+class ConfigurationError(Exception):
+    """The configuration cannot run (exit 78: a service manager must not restart)."""
+
+
+def detect_ca_bundle() -> str | None:
+    """Point OpenSSL at certifi's bundle when the system gives none (minimal containers)."""
+    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+        return os.environ.get("SSL_CERT_FILE")
+    import ssl
+
+    default = ssl.get_default_verify_paths()
+    if default.cafile and os.path.exists(default.cafile):
+        return default.cafile
+    try:
+        import certifi
+    except ImportError:
+        return None
+    os.environ["SSL_CERT_FILE"] = certifi.where()
+    return certifi.where()
+
+
+class _StoreCursors(CursorStore):
+    def __init__(self, store: Any, adapter: str) -> None:
+        self._store = store
+        self._prefix = f"{adapter}:"
+
+    async def get(self, name: str) -> str | None:
+        value: str | None = await self._store.get_cursor(self._prefix + name)
+        return value
+
+    async def set(self, name: str, value: str) -> None:
+        await self._store.set_cursor(self._prefix + name, value)
+
+
+def _secret(value: Any) -> str | None:
+    if value is None:
+        return None
+    get = getattr(value, "get_secret_value", None)
+    return str(get() if get else value) or None
+
+
+class GatewayRunner:
+    """One gateway process for one profile."""
+
+    def __init__(
+        self,
+        config: HermesConfig,
+        paths: ProfilePaths,
+        *,
+        adapters: Mapping[str, BasePlatformAdapter] | None = None,
+        health_port: int | None = None,
+        replace: bool = False,
+        take_locks: bool = True,
+    ) -> None:
+        self.config = config
+        self.paths = paths
+        self._given_adapters = dict(adapters) if adapters is not None else None
+        self._health_port = health_port
+        self._replace = replace
+        self._take_locks = take_locks
+        self._stop = asyncio.Event()
+        self._exit_code = 0
+        self._locks: list[Any] = []
+        self._cleanup: list[tuple[str, Any]] = []
+        self.started_at = time.monotonic()
+        self.store: Any = None
+        self.adapters: dict[str, BasePlatformAdapter] = {}
+        self.metrics = GatewayMetrics()
+        self.manager: SessionManager | None = None
+        self.delivery: DeliveryService | None = None
+        self.turns: TurnService | None = None
+        self.inbound: InboundRouter | None = None
+        self.supervisor: AdapterSupervisor | None = None
+        self.health: HealthServer | None = None
+        self.compression: Any = None
+        self.agents: AgentFactory | None = None
+
+    # -- public --------------------------------------------------------------------------
+    def request_stop(self, code: int = 0) -> None:
+        """Drain and exit with `code` (0 on SIGTERM/SIGINT, 75 on SIGUSR1)."""
+        if not self._stop.is_set():
+            self._exit_code = code
+            self._stop.set()
+
+    async def run(self) -> int:
+        """Start, serve until a stop is requested, drain, tear down. Returns the exit code."""
+        try:
+            await self.start()
+        except ConfigurationError as exc:
+            log.error("configuration_error", error=str(exc))
+            await self.shutdown()
+            return EXIT_CONFIG
+        self._install_signals()
+        await self._stop.wait()
+        await self.shutdown()
+        return self._exit_code
+
+    async def start(self) -> None:
+        detect_ca_bundle()
+        if self._take_locks:
+            await self._acquire_locks()
+        await self._open_storage()
+        self._build_agents()
+        self._build_compression()
+        self._build_adapters()
+        self._build_services()
+        await self._start_adapters()
+        await self._start_health()
+        await self._recover()
+
+    async def shutdown(self) -> None:
+        """Stop intake, drain running turns (`gateway.drain_timeout_s`), stop adapters in
+        reverse order, close storage, release locks. Safe to call more than once."""
+        if self.manager is not None:
+            await self.manager.close(drain_timeout_s=self.config.gateway.drain_timeout_s)
+        while self._cleanup:
+            name, closer = self._cleanup.pop()
+            try:
+                result = closer()
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception as exc:  # collect, never raise from teardown
+                log.warning("teardown_error", component=name, error=type(exc).__name__)
+        for lock in reversed(self._locks):
+            with contextlib.suppress(Exception):
+                lock.release()
+        self._locks.clear()
+
+    # -- steps ---------------------------------------------------------------------------
+    async def _acquire_locks(self) -> None:
+        from gateway import instance
+
+        self._locks.append(await asyncio.to_thread(instance.acquire, self.paths.root,
+                                                   replace=self._replace))
+        for name in self.config.platforms.enabled():
+            block = self.config.platforms.builtin().get(name)
+            token = _secret(getattr(block, "token", None) or getattr(block, "bot_token", None))
+            if token:
+                try:
+                    self._locks.append(instance.acquire_token_lock(name, token))
+                except instance.TokenInUse as exc:
+                    raise ConfigurationError(str(exc)) from exc
+
+    async def _open_storage(self) -> None:
+        from storage import StateStore
+
+        self.store = await StateStore.open(self.paths.state_db)
+        self._cleanup.append(("storage", self.store.close))
+
+    def _build_agents(self) -> None:
+        try:
+            self.agents = AgentFactory(self.config, self.paths)
+        except KeyError as exc:
+            raise ConfigurationError(str(exc)) from exc
+        self._cleanup.append(("agents", self.agents.aclose))
+
+    def _build_compression(self) -> None:
+        if not self.config.compression.enabled:
+            return
+        try:
+            from gateway.compression import build_compression
+        except ImportError:
+            return
+        self.compression = build_compression(
+            self.config, self.store, metrics=self.metrics, on_status=self._compression_status)
+        self._cleanup.append(("compression", self.compression.close))
+
+    def _compression_status(self, session_id: str, kind: str, text: str) -> None:
+        log.info("compression_status", session_id=session_id, kind=kind)
+
+    def _build_adapters(self) -> None:
+        if self._given_adapters is not None:
+            self.adapters = dict(self._given_adapters)
+            return
+        platforms = self.config.platforms
+        for name in platforms.enabled():
+            settings = platforms.builtin().get(name) or platforms.plugin_blocks().get(name)
+            open_to_all = "*" in [str(u) for u in getattr(settings, "allowed_users", [])]
+            if open_to_all and not getattr(settings, "allow_all", False):
+                raise ConfigurationError(
+                    f"platforms.{name}: allowed_users contains '*' (everyone) but allow_all is "
+                    "not true; set platforms.{name}.allow_all: true if that is intended")
+            try:
+                self.adapters[name] = create_adapter(name, settings)
+            except Exception as exc:
+                raise ConfigurationError(f"platforms.{name}: {exc}") from exc
+
+    def _policy(self) -> AccessPolicy:
+        builtin = self.config.platforms.builtin()
+        per = {n: frozenset(str(u) for u in getattr(b, "allowed_users", [])) for n, b in
+               builtin.items()}
+        allow_all = {n: bool(getattr(b, "allow_all", False)) for n, b in builtin.items()}
+        return AccessPolicy(per_platform=per, allow_all=allow_all,
+                            global_allowed=frozenset(str(u) for u in
+                                                     self.config.gateway.allowed_users))
+
+    def _platform_setting(self, platform: str, attr: str, default: Any) -> Any:
+        block = self.config.platforms.builtin().get(platform)
+        value = getattr(block, attr, None) if block is not None else None
+        return default if value is None else value
+
+    def _build_services(self) -> None:
+        gw = self.config.gateway
+        assert self.agents is not None
+        self.delivery = DeliveryService(
+            self.adapters, self.store,
+            media=MediaPolicy.for_profile(self.paths.root, [str(d) for d in gw.media.allowed_dirs]),
+            stream=StreamSettings(edit_interval_s=gw.streaming.edit_interval_s),
+        )
+        self._cleanup.append(("delivery", self.delivery.close))
+        self.turns = TurnService(
+            self.store, self.delivery, self.agents,
+            settings=TurnSettings(
+                tool_progress=lambda p: self._platform_setting(p, "tool_progress", gw.tool_progress),
+                reset_mode=gw.session_reset.mode,
+                idle_minutes=gw.session_reset.idle_minutes,
+                daily_hour=gw.session_reset.daily_hour,
+                format_hints=lambda p: getattr(
+                    self.adapters.get(p), "format_hint", ""),
+            ),
+            compression=self.compression,
+            metrics=self.metrics,
+        )
+        self.manager = SessionManager(
+            self.turns, busy_mode=gw.busy_mode, mailbox_size=gw.mailbox_size,
+            merge_window_s=gw.burst_merge_s)
+        commands = builtin_registry()
+        services = CommandServices(
+            store=self.store, manager=self.manager, turns=self.turns,
+            compression=self.compression, policy=self._policy(), model=self.agents.model,
+            context_length=self.agents.context_length, registry=commands)
+        self.inbound = InboundRouter(
+            store=self.store, adapters=self.adapters, delivery=self.delivery,
+            manager=self.manager, commands=commands, command_services=services,
+            policy=services.policy,
+            require_mention=lambda p: bool(self._platform_setting(p, "require_mention", True)),
+            group_sessions_per_user=gw.group_sessions_per_user,
+        )
+        self._cleanup.append(("inbound", self.inbound.close))
+        for adapter in self.adapters.values():
+            with contextlib.suppress(Exception):
+                adapter.commands_menu(commands.menu())
+
+    async def _start_adapters(self) -> None:
+        assert self.inbound is not None and self.delivery is not None
+        await self.delivery.load_unreachable()
+        self.paths.cache.mkdir(parents=True, exist_ok=True)
+        self.supervisor = AdapterSupervisor(
+            self.adapters, emit=self.inbound.emit, cache_dir=self.paths.cache,
+            cursors_for=lambda name: _StoreCursors(self.store, name), metrics=self.metrics,
+            settings=SupervisorSettings(
+                connect_timeout_s=self.config.gateway.adapter_connect_timeout_s),
+        )
+        self.delivery.on_outbound = self.supervisor.note_outbound
+        self._cleanup.append(("adapters", self.supervisor.stop))
+        await self.supervisor.start()
+        await self.supervisor.wait_started(self.config.gateway.adapter_connect_timeout_s + 1)
+        if self.adapters and self.supervisor.all_fatal():
+            raise ConfigurationError("every enabled adapter failed fatally at start "
+                                     "(check tokens and platform settings)")
+
+    async def _start_health(self) -> None:
+        assert self.supervisor is not None
+        hc = self.config.gateway.health
+        port = hc.port if self._health_port is None else self._health_port
+        watchdog = LoopWatchdog(metrics=self.metrics)
+        await watchdog.__aenter__()
+        self._cleanup.append(("watchdog", lambda: watchdog.__aexit__(None, None, None)))
+        self.watchdog = watchdog
+        self.health = HealthServer(
+            supervisor=self.supervisor, metrics=self.metrics, storage_probe=self._storage_ok,
+            host=hc.host, port=port, ephemeral=self._health_port == 0,
+            status_providers={"sessions": self._sessions_status,
+                              "compression": self._compression_snapshot},
+            watchdog=watchdog, version=_version())
+        try:
+            await self.health.start()
+        except OSError as exc:
+            raise ConfigurationError(
+                f"gateway.health: cannot listen on {hc.host}:{port} ({exc.strerror})") from exc
+        self._cleanup.append(("health", self.health.stop))
+
+    async def _storage_ok(self) -> bool:
+        return bool(await self.store.writable())
+
+    def _sessions_status(self) -> dict[str, Any]:
+        m = self.manager
+        return {"active": m.active_count, "queues": m.queue_depths()} if m else {}
+
+    def _compression_snapshot(self) -> dict[str, Any]:
+        return self.compression.status() if self.compression is not None else {"enabled": False}
+
+    async def _recover(self) -> None:
+        assert self.delivery is not None and self.manager is not None
+        resent, expired = await self.delivery.recover()
+        rerun = await recover_unanswered(self.store, self.manager, self.delivery,
+                                         adapters=self.adapters)
+        log.info("gateway_ready", adapters=sorted(self.adapters), resent=resent,
+                 expired=expired, rerun=rerun, host=socket.gethostname())
+
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, self.request_stop, 0)
+            loop.add_signal_handler(signal.SIGINT, self.request_stop, 0)
+            loop.add_signal_handler(signal.SIGUSR1, self.request_stop, EXIT_RESTART)
+
+
+def _version() -> str:
+    from gateway import __version__
+
+    return __version__
+
+

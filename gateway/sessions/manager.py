@@ -1,0 +1,153 @@
+"""Routes events to session workers and applies the busy policy."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import structlog
+
+from gateway.events import MessageEvent
+from gateway.sessions.worker import BusyMode, SessionWorker, TurnRunner
+
+__all__ = ["SessionManager", "TurnHandler"]
+
+log = structlog.get_logger("gateway.sessions")
+
+BUSY_ACK_COOLDOWN_S = 30.0
+
+
+class TurnHandler(Protocol):
+    """What the manager needs from the turn layer."""
+
+    run_turn: TurnRunner
+
+    async def notify(self, event: MessageEvent, text: str) -> None:
+        """Send a short notice to the chat `event` came from. Must not raise."""
+
+    async def steer(self, key: str, event: MessageEvent) -> bool:
+        """Inject the event into the running turn; False when that is not possible."""
+
+
+class SessionManager:
+    """Owns one `SessionWorker` per active session key.
+
+    `dispatch()` never blocks on a turn: it queues the event and, when the session is busy,
+    applies `busy_mode` (interrupt the running turn, queue behind it, or steer it) and sends a
+    busy acknowledgement at most once per 30 s per session. A full mailbox is reported to the
+    user; nothing is dropped silently.
+    """
+
+    def __init__(
+        self,
+        handler: TurnHandler,
+        *,
+        busy_mode: BusyMode = "interrupt",
+        mailbox_size: int = 64,
+        idle_timeout_s: float = 300.0,
+        merge_window_s: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._handler = handler
+        self.busy_mode: BusyMode = busy_mode
+        self._mailbox_size = mailbox_size
+        self._idle = idle_timeout_s
+        self._merge = merge_window_s
+        self._clock = clock
+        self._workers: dict[str, SessionWorker] = {}
+        self._closing = False
+
+    # -- queries -------------------------------------------------------------------------
+    def get(self, key: str) -> SessionWorker | None:
+        return self._workers.get(key)
+
+    def is_busy(self, key: str) -> bool:
+        w = self._workers.get(key)
+        return bool(w and w.busy)
+
+    @property
+    def active_count(self) -> int:
+        return len(self._workers)
+
+    def queue_depths(self) -> dict[str, int]:
+        return {k: w.depth for k, w in self._workers.items() if w.depth}
+
+    # -- intake --------------------------------------------------------------------------
+    async def dispatch(self, key: str, event: MessageEvent) -> str:
+        """Queue `event` for session `key`; returns "started", "queued", "steered",
+        "full" or "closing"."""
+        if self._closing:
+            await self._handler.notify(event, "The gateway is restarting; please resend in a moment.")
+            return "closing"
+        worker = self._workers.get(key)
+        if worker is None:
+            worker = SessionWorker(
+                key,
+                self._handler.run_turn,
+                mailbox_size=self._mailbox_size,
+                idle_timeout_s=self._idle,
+                merge_window_s=self._merge,
+                on_exit=self._forget,
+            )
+            self._workers[key] = worker
+        busy = worker.busy
+        if busy and self.busy_mode == "steer" and await self._handler.steer(key, event):
+            return "steered"
+        outcome = worker.offer(event)
+        if outcome == "full":
+            log.warning("mailbox_full", session_key=key, depth=worker.depth)
+            await self._handler.notify(
+                event,
+                "⚠️ Too many messages are waiting for this conversation; this one was not "
+                "queued. Please wait for the current answer or send /stop.",
+            )
+            return "full"
+        if busy:
+            if self.busy_mode == "interrupt":
+                worker.interrupt("new message")
+            now = self._clock()
+            if now - worker.last_ack_at >= BUSY_ACK_COOLDOWN_S:
+                worker.last_ack_at = now
+                text = (
+                    "⏳ Interrupting the current answer; your new message comes next."
+                    if self.busy_mode == "interrupt"
+                    else f"⏳ Still working on the previous message; yours is queued "
+                    f"(position {worker.depth})."
+                )
+                await self._handler.notify(event, text)
+        return outcome
+
+    # -- control -------------------------------------------------------------------------
+    def stop(self, key: str, reason: str = "stopped by user") -> tuple[bool, int]:
+        """Interrupt the running turn and drop queued events: (was_running, dropped)."""
+        w = self._workers.get(key)
+        if w is None:
+            return False, 0
+        dropped = w.clear()
+        return w.interrupt(reason), dropped
+
+    async def wait_idle(self, key: str, within_s: float) -> bool:
+        """Wait until the session runs no turn (used by /new after /stop)."""
+        deadline = self._clock() + within_s
+        while self.is_busy(key):
+            if self._clock() >= deadline:
+                return False
+            await asyncio.sleep(0.01)
+        return True
+
+    async def close(self, *, drain_timeout_s: float) -> None:
+        """Stop intake, give running turns `drain_timeout_s`, then interrupt them."""
+        self._closing = True
+        workers = list(self._workers.values())
+        await asyncio.gather(
+            *(w.close(drain_timeout_s=drain_timeout_s) for w in workers), return_exceptions=True
+        )
+        self._workers.clear()
+
+    def _forget(self, worker: SessionWorker) -> None:
+        if self._workers.get(worker.key) is worker and worker.depth == 0:
+            del self._workers[worker.key]
+
+

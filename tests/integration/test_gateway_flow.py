@@ -1,0 +1,143 @@
+"""Full stack through FakeAdapter: what arrives in the chat, what the model received, the DB."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAIServer, call, hang, text, tool_calls
+from tests.integration.harness import gateway
+
+
+@pytest.fixture
+async def model():
+    async with FakeOpenAIServer() as server:
+        yield server
+
+
+async def test_message_gets_streamed_reply_and_is_stored(tmp_path, model):
+    model.enqueue(text("Hello there, friend!", chunk_chars=3, delay_s=0.01))
+    async with gateway(tmp_path, model) as (runner, fake):
+        await fake.inject("hi bot", chat_id="c1", user_id="u1")
+        await fake.wait_for_messages("c1", 1)
+        await fake.wait_turns(1)
+        assert fake.messages("c1") == ["Hello there, friend!"]
+        # The model saw the system prompt and the user message.
+        body = model.requests[0].body
+        assert body["messages"][0]["role"] == "system"
+        assert body["messages"][-1] == {"role": "user", "content": "hi bot"}
+        session = await runner.store.find_by_session_key("fake:dm:c1")
+        history = await runner.store.load_history(session.id)
+        assert [m["role"] for m in history] == ["user", "assistant"]
+        assert history[1]["content"] == "Hello there, friend!"
+
+
+async def test_same_event_twice_makes_one_turn_also_after_restart(tmp_path, model):
+    async with gateway(tmp_path, model) as (_runner, fake):
+        first = await fake.inject("once", chat_id="c1", user_id="u1", event_id="evt-1")
+        again = await fake.inject("once", chat_id="c1", user_id="u1", event_id="evt-1")
+        await fake.wait_turns(1)
+        assert first.new and not again.new
+    async with gateway(tmp_path, model) as (_runner, fake):
+        third = await fake.inject("once", chat_id="c1", user_id="u1", event_id="evt-1")
+        assert not third.new
+        await asyncio.sleep(0.2)
+    assert len(model.requests) == 1
+
+
+async def test_unknown_user_gets_pairing_code_not_the_agent(tmp_path, model):
+    async with gateway(tmp_path, model) as (runner, fake):
+        await fake.inject("hello?", chat_id="stranger-chat", user_id="stranger")
+        await fake.wait_for_messages("stranger-chat", 1)
+        reply = fake.messages("stranger-chat")[0]
+        assert "hermes pairing approve fake" in reply
+        code = reply.split("hermes pairing approve fake ")[1].strip()
+        assert len(code) == 8
+        assert model.requests == []
+        # The owner approves; the user now reaches the agent.
+        assert await runner.store.approve_pairing_code("fake", code) is not None
+        await fake.inject("now?", chat_id="stranger-chat", user_id="stranger")
+        await fake.wait_for_messages("stranger-chat", 2)
+        assert len(model.requests) == 1
+
+
+async def test_group_message_without_mention_never_reaches_agent(tmp_path, model):
+    async with gateway(tmp_path, model) as (runner, fake):
+        await fake.inject("chatter", chat_id="g1", user_id="u1", chat_type="group")
+        await fake.inject("@bot hi", chat_id="g1", user_id="u1", chat_type="group",
+                          mentions_bot=True)
+        await fake.wait_for_messages("g1", 1)
+        await fake.wait_turns(1)
+        assert len(model.requests) == 1
+        contents = [m.get("content") for m in model.requests[0].body["messages"]]
+        assert "chatter" not in contents
+
+
+async def test_tool_call_turn_runs_tool_and_answers(tmp_path, model):
+    model.enqueue(
+        tool_calls(call("write_file", {"path": "notes.txt", "content": "remember"})),
+        text("Saved your note."),
+    )
+    async with gateway(tmp_path, model) as (runner, fake):
+        await fake.inject("save a note", chat_id="c1", user_id="u1")
+        await fake.wait_turns(1)
+        assert fake.messages("c1")[-1] == "Saved your note."
+        assert (tmp_path / "workspace" / "notes.txt").read_text() == "remember"
+        second = model.requests[1].body["messages"]
+        assert second[-1]["role"] == "tool"
+
+
+async def test_interrupt_mode_stores_both_and_answers_the_second(tmp_path, model):
+    model.enqueue(hang(30), text("Answer to the second."))
+    async with gateway(tmp_path, model) as (runner, fake):
+        await fake.inject("first question", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: len(model.requests) == 1)
+        await asyncio.sleep(0.6)  # outside the burst-merge window
+        await fake.inject("second question", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: "Answer to the second." in fake.messages("c1"), 10)
+        session = await runner.store.find_by_session_key("fake:dm:c1")
+        history = await runner.store.load_history(session.id)
+        users = [m["content"] for m in history if m["role"] == "user"]
+        assert users == ["first question", "second question"]
+        # The interrupted turn has no answer, so the model sees both questions, newest last.
+        last_request = model.requests[-1].body["messages"]
+        assert last_request[-1]["role"] == "user"
+        assert last_request[-1]["content"].endswith("second question")
+        assert "first question" in last_request[-1]["content"]
+
+
+async def test_queue_mode_keeps_order_over_20_rapid_messages(tmp_path, model):
+    async with gateway(tmp_path, model, gateway__busy_mode="queue",
+                       gateway__burst_merge_s=0) as (runner, fake):
+        for i in range(20):
+            await fake.inject(f"msg {i}", chat_id="c1", user_id="u1")
+        await fake.wait_turns(20, timeout_s=30)
+        asked = [r.body["messages"][-1]["content"] for r in model.requests]
+        assert asked == [f"msg {i}" for i in range(20)]
+
+
+async def test_stop_works_while_model_hangs(tmp_path, model):
+    model.enqueue(hang(60))
+    async with gateway(tmp_path, model) as (runner, fake):
+        await fake.inject("long task", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: len(model.requests) == 1)
+        await fake.inject("/stop", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: "⏹ Stopped." in fake.messages("c1"), 10)
+        await fake.wait_for(lambda: not runner.manager.is_busy("fake:dm:c1"), 10)
+
+
+async def test_status_and_new_commands(tmp_path, model):
+    async with gateway(tmp_path, model) as (runner, fake):
+        await fake.inject("hello", chat_id="c1", user_id="u1")
+        await fake.wait_turns(1)
+        old = await runner.store.find_by_session_key("fake:dm:c1")
+        await fake.inject("/status", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: any("Session: " + old.id in m
+                                        for m in fake.messages("c1")))
+        await fake.inject("/new Fresh start", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: any("New session" in m for m in fake.messages("c1")))
+        new = await runner.store.find_by_session_key("fake:dm:c1")
+        assert new.id != old.id and new.title == "Fresh start"
+        ended = await runner.store.get_session(old.id)
+        assert ended.end_reason == "new_session"
