@@ -58,6 +58,9 @@ def _attach() -> None:
     app.add_typer(config_cmd.app, name="config")
     app.add_typer(gateway_cmd.app, name="gateway")
     app.add_typer(pairing_cmd.app, name="pairing")
+    from gateway.cli.demo_cmd import demo
+
+    app.command("demo")(demo)
     try:
         sessions_cmd = importlib.import_module("gateway.cli.sessions_cmd")
     except ModuleNotFoundError as exc:  # only while that module is not written yet

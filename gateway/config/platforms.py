@@ -121,6 +121,8 @@ class ApiPlatform(PlatformBase):
     api_keys: SecretList = Field(default_factory=list)
     """Accepted bearer keys; requests without one of them get 401."""
     require_mention: bool = False
+    tool_progress: ToolProgress | None = "off"
+    """HTTP clients get the reply text only (no tool-progress lines) unless set."""
 
     def problems(self, prefix: str) -> list[Problem]:
         if self.enabled and not self.api_keys and not self.allow_all:

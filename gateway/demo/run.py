@@ -1,0 +1,153 @@
+"""`hermes demo`: the gateway's main job on embedded defaults, offline, in a throwaway profile.
+
+Starts the real `GatewayRunner` with the `api` adapter on 127.0.0.1 and the offline stand-in
+model, then talks to it through the real `openai` SDK over HTTP: a streamed reply, a tool call,
+slash commands and a compression that rotates the session into a child. Prints the transcript
+and the session lineage read back from state.db.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from gateway.demo.standin import MODEL_NAME, StandInModel
+
+__all__ = ["run_demo"]
+
+API_KEY = "demo-local-key"
+SESSION = "demo-user"
+SCRIPT = [
+    "Hi Hermes! What are you?",
+    "Please save a note: the demo works offline",
+    "Tell me about streaming.",
+    "And about sessions?",
+    "/status",
+    "/compress here 1",
+    "/status",
+    "What did we talk about so far?",
+]
+
+
+def _config(model_url: str) -> dict[str, Any]:
+    return {
+        "providers": {"main": {"base_url": model_url, "api_keys": ["offline-standin"],
+                               "model": MODEL_NAME, "context_length": 16000,
+                               "timeout_s": 30, "max_retries": 0}},
+        "platforms": {"api": {"enabled": True, "host": "127.0.0.1", "port": 0,
+                              "api_keys": [API_KEY]}},
+        "gateway": {"health": {"port": 0}, "streaming": {"edit_interval_s": 0.2}},
+        "compression": {"protect_first_n": 1},
+        "logging": {"level": "WARNING", "file": {"enabled": True}},
+    }
+
+
+async def _chat(client: Any, text: str, console: Console) -> str:
+    console.print(f"[bold cyan]you ›[/] {text}")
+    console.print("[bold green]bot ›[/] ", end="")
+    out: list[str] = []
+    stream = await client.chat.completions.create(
+        model="hermes-agent", messages=[{"role": "user", "content": text}],
+        user=SESSION, stream=True)
+    async for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            piece = chunk.choices[0].delta.content
+            out.append(piece)
+            console.print(piece, end="", markup=False, highlight=False)
+    console.print()
+    return "".join(out)
+
+
+async def _demo(home: Path, console: Console) -> int:
+    from openai import AsyncOpenAI
+
+    from gateway.config.load import load_config
+    from gateway.paths import ensure_profile_dirs, paths
+    from gateway.runner import GatewayRunner
+
+    async with StandInModel() as model:
+        (home / "config.yaml").write_text(yaml.safe_dump(_config(model.base_url)))
+        cfg = load_config(home).config
+        runner = GatewayRunner(cfg, ensure_profile_dirs(paths(home)), health_port=0)
+        started = time.monotonic()
+        await runner.start()
+        try:
+            port = runner.adapters["api"].port  # type: ignore[attr-defined]
+            console.print(Panel.fit(
+                f"Gateway ready in {time.monotonic() - started:.2f}s · API on "
+                f"http://127.0.0.1:{port}/v1 · health on {runner.health.url if runner.health else '-'}"
+                f"\nProfile (throwaway): {home}\nModel: {MODEL_NAME} (offline stand-in, "
+                "no network, no tokens)", title="Hermes Gateway demo"))
+            client = AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=API_KEY,
+                                 max_retries=0, timeout=60)
+            for line in SCRIPT:
+                await _chat(client, line, console)
+            await client.close()
+            await _show_state(runner.store, home, console)
+        finally:
+            await runner.shutdown()
+    return 0
+
+
+async def _show_state(store: Any, home: Path, console: Console) -> None:
+    sessions = await store.list_sessions(limit=10)
+    table = Table(title="Sessions in state.db (lineage)")
+    for col in ("id", "title", "parent", "end reason", "messages"):
+        table.add_column(col)
+    for s in reversed(sessions):
+        table.add_row(s.id, s.title or "", s.parent_session_id or "—", s.end_reason or "live",
+                      str(s.message_count))
+    console.print(table)
+    live = next((s for s in sessions if s.ended_at is None), None)
+    if live is not None:
+        chain = [live.id] + [a.id for a in await store.ancestors(live.id)]
+        console.print("Lineage (newest first): " + " ← ".join(chain))
+        body = Text()
+        for m in await store.load_history(live.id):
+            body.append(f"{m['role']:>9} ", style="bold")
+            body.append(str(m.get("content") or "")[:160].replace("\n", " ") + "\n")
+        console.print(Panel(body, title=f"Active history of {live.id}"))
+    calls = []
+    for s in sessions:
+        for m in await store.load_all(s.id):
+            for c in m.get("tool_calls") or []:
+                calls.append(f"{c['function']['name']}({c['function']['arguments']})")
+    console.print("Tool calls recorded in state.db: " + ("; ".join(calls) or "none"))
+    hits = await store.search("note")
+    console.print(f"Search for “note” finds {len(hits)} message(s), compacted ones included.")
+    note = home / "workspace" / "notes.txt"
+    if note.exists():
+        console.print(f"The tool wrote {note}: {note.read_text().strip()!r}")
+
+
+def run_demo(keep: bool = False) -> int:
+    """Run the demo; returns the process exit code."""
+    console = Console()
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    tmp = tempfile.mkdtemp(prefix="hermes-demo-")
+    home = Path(tmp)
+    from gateway.logging import configure_logging
+
+    # Logs go to the throwaway profile's logs/; the console shows the conversation.
+    configure_logging(level="WARNING", fmt="json", log_dir=home / "logs", stream=io.StringIO(),
+                      profile="demo")
+    try:
+        return asyncio.run(_demo(home, console))
+    finally:
+        if not keep:
+            import shutil
+
+            shutil.rmtree(home, ignore_errors=True)
+        else:
+            console.print(f"Kept the demo profile at {home}")

@@ -1,0 +1,151 @@
+"""An OFFLINE STAND-IN MODEL for the demo: an OpenAI-compatible HTTP server on 127.0.0.1.
+
+It is not a language model. It answers by simple rules so that the demo exercises the real
+`openai` SDK path end to end (streaming with SSE, tool calls, usage) without tokens or
+network: a request mentioning a note gets a `write_file` tool call, a summarization request
+gets a structured summary, anything else gets a short streamed reply that says what it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["StandInModel", "MODEL_NAME"]
+
+MODEL_NAME = "hermes-offline-standin"
+LABEL = "[offline stand-in model]"
+
+
+def _last(messages: list[dict[str, Any]], role: str) -> dict[str, Any] | None:
+    return next((m for m in reversed(messages) if m.get("role") == role), None)
+
+
+def _text(msg: dict[str, Any] | None) -> str:
+    if not msg:
+        return ""
+    content = msg.get("content")
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def _summary(messages: list[dict[str, Any]]) -> str:
+    users = [_text(m)[:80] for m in messages if m.get("role") == "user"]
+    return (
+        "## Historical Task Snapshot\nA short demo conversation with the offline stand-in.\n"
+        "## Goal\nShow streaming, a tool call, slash commands and compression.\n"
+        "## Completed Actions\n" + "\n".join(f"{i}. User said: {u}" for i, u in
+                                          enumerate(users[-5:], 1)) +
+        "\n## Active State\nThe note was saved to notes.txt in the workspace.\n"
+        "## Critical Context\nNothing secret was discussed."
+    )
+
+
+def reply_for(body: dict[str, Any]) -> dict[str, Any]:
+    """Decide the answer: {"text": str} or {"tool": (name, arguments)}."""
+    messages = body.get("messages") or []
+    tools = body.get("tools") or []
+    last = messages[-1] if messages else {}
+    if not tools and any("summar" in _text(m).lower() for m in messages[:2] + [last]):
+        return {"text": _summary(messages)}
+    if last.get("role") == "tool":
+        return {"text": f"{LABEL} Done: I saved the note to `notes.txt` in the workspace."}
+    user = _text(_last(messages, "user"))
+    if "note" in user.lower() and any(t.get("function", {}).get("name") == "write_file"
+                                      for t in tools):
+        note = user.split(":", 1)[-1].strip() or user
+        return {"tool": ("write_file", {"path": "notes.txt", "content": note + "\n"})}
+    turns = sum(1 for m in messages if m.get("role") == "user")
+    return {"text": f"{LABEL} You said: “{user[:200]}”. This is turn {turns} of our "
+                    "conversation; I keep every message in state.db."}
+
+
+class StandInModel:
+    """`async with StandInModel() as m: m.base_url` → `http://127.0.0.1:<port>/v1`."""
+
+    def __init__(self, chunk_delay_s: float = 0.02) -> None:
+        self._delay = chunk_delay_s
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self.requests = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def __aenter__(self) -> StandInModel:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": MODEL_NAME, "object": "model", "owned_by": "hermes-demo"}]})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        self.requests += 1
+        body = await request.json()
+        answer = reply_for(body)
+        prompt_tokens = sum(len(_text(m)) for m in body.get("messages", [])) // 4 + 1
+        cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 20,
+                 "total_tokens": prompt_tokens + 20}
+        if "tool" in answer:
+            name, args = answer["tool"]
+            call = {"index": 0, "id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)}}
+            message: dict[str, Any] = {"role": "assistant", "content": None,
+                                       "tool_calls": [call]}
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": answer["text"]}
+            finish = "stop"
+        if not body.get("stream"):
+            msg = dict(message)
+            if "tool_calls" in msg:
+                msg["tool_calls"] = [{k: v for k, v in c.items() if k != "index"}
+                                     for c in msg["tool_calls"]]
+            return web.json_response({
+                "id": cid, "object": "chat.completion", "created": int(time.time()),
+                "model": MODEL_NAME, "usage": usage,
+                "choices": [{"index": 0, "message": msg, "finish_reason": finish}]})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+
+        async def send(delta: dict[str, Any], fin: str | None = None, **extra: Any) -> None:
+            chunk = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+                     "model": MODEL_NAME,
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": fin}], **extra}
+            await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+        await send({"role": "assistant", "content": ""})
+        if "tool_calls" in message:
+            await send({"tool_calls": message["tool_calls"]})
+        else:
+            words = message["content"].split(" ")
+            for i, w in enumerate(words):
+                await send({"content": w + (" " if i < len(words) - 1 else "")})
+                await asyncio.sleep(self._delay)
+        await send({}, finish)
+        final = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+                 "model": MODEL_NAME, "choices": [], "usage": usage}
+        await resp.write(f"data: {json.dumps(final)}\n\n".encode())
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
