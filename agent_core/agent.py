@@ -134,6 +134,8 @@ class Agent:
         )
         self._schemas: list[dict[str, Any]] | None = None
         self._signal: InterruptSignal | None = None
+        self._steers: list[str] = []
+        self._steered = 0
 
     @property
     def system_prompt(self) -> str:
@@ -145,6 +147,19 @@ class Agent:
     def refresh_tools(self) -> None:
         """Rebuild the tool schemas on the next turn (they are cached to stay byte-identical)."""
         self._schemas = None
+
+    def steer(self, text: str) -> bool:
+        """Queue `text` for the running turn: it is added as a user message right after the
+        next tool batch finishes. False when no turn runs. `steered` counts what was used."""
+        if self._signal is None:
+            return False
+        self._steers.append(text)
+        return True
+
+    @property
+    def steered(self) -> int:
+        """How many steer texts the last (or running) turn has consumed."""
+        return self._steered
 
     def interrupt(self, reason: str = "interrupted") -> None:
         """Stop the running turn at the next safe point. No effect when no turn runs."""
@@ -178,6 +193,8 @@ class Agent:
         """
         signal = interrupt or InterruptSignal()
         self._signal = signal
+        self._steers = []
+        self._steered = 0
         try:
             async for event in self._turn(history, user_message, signal):
                 yield event
@@ -229,6 +246,10 @@ class Agent:
             async for ev in self._run_tools(result.tool_calls, ctx, signal, append):
                 yield ev
             budget.refund_for_batch(c.name for c in result.tool_calls)
+            if self._steers and not signal.is_set:
+                texts, self._steers = self._steers, []
+                self._steered += len(texts)
+                append({"role": "user", "content": "\n".join(texts)})
 
         yield Status("budget_exhausted",
                      f"iteration budget exhausted ({budget.used}/{budget.max_total}); "

@@ -14,7 +14,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -96,8 +96,12 @@ class GatewayRunner:
         health_port: int | None = None,
         replace: bool = False,
         take_locks: bool = True,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """`clock` (epoch seconds) drives the session reset policy and start-up recovery;
+        tests inject a controllable one."""
         self.config = config
+        self._clock = clock
         self.paths = paths
         self._given_adapters = dict(adapters) if adapters is not None else None
         self._health_port = health_port
@@ -265,10 +269,12 @@ class GatewayRunner:
             ),
             compression=self.compression,
             metrics=self.metrics,
+            clock=self._clock,
         )
         self.manager = SessionManager(
             self.turns, busy_mode=gw.busy_mode, mailbox_size=gw.mailbox_size,
-            merge_window_s=gw.burst_merge_s)
+            merge_window_s=gw.burst_merge_s, busy_ack_interval_s=gw.busy_ack_interval_s)
+        self.turns.requeue = self.manager.requeue
         commands = builtin_registry()
         services = CommandServices(
             store=self.store, manager=self.manager, turns=self.turns,
@@ -339,7 +345,7 @@ class GatewayRunner:
         assert self.delivery is not None and self.manager is not None
         resent, expired = await self.delivery.recover()
         rerun = await recover_unanswered(self.store, self.manager, self.delivery,
-                                         adapters=self.adapters)
+                                         adapters=self.adapters, now=self._clock())
         log.info("gateway_ready", adapters=sorted(self.adapters), resent=resent,
                  expired=expired, rerun=rerun, host=socket.gethostname())
 

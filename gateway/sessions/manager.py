@@ -36,8 +36,8 @@ class SessionManager:
 
     `dispatch()` never blocks on a turn: it queues the event and, when the session is busy,
     applies `busy_mode` (interrupt the running turn, queue behind it, or steer it) and sends a
-    busy acknowledgement at most once per 30 s per session. A full mailbox is reported to the
-    user; nothing is dropped silently.
+    busy acknowledgement at most once per `busy_ack_interval_s` (30 s) per session. A full
+    mailbox is reported to the user; nothing is dropped silently.
     """
 
     def __init__(
@@ -48,6 +48,7 @@ class SessionManager:
         mailbox_size: int = 64,
         idle_timeout_s: float = 300.0,
         merge_window_s: float = 0.5,
+        busy_ack_interval_s: float = BUSY_ACK_COOLDOWN_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._handler = handler
@@ -55,6 +56,7 @@ class SessionManager:
         self._mailbox_size = mailbox_size
         self._idle = idle_timeout_s
         self._merge = merge_window_s
+        self._ack_interval = busy_ack_interval_s
         self._clock = clock
         self._workers: dict[str, SessionWorker] = {}
         self._closing = False
@@ -108,7 +110,7 @@ class SessionManager:
             if self.busy_mode == "interrupt":
                 worker.interrupt("new message")
             now = self._clock()
-            if now - worker.last_ack_at >= BUSY_ACK_COOLDOWN_S:
+            if now - worker.last_ack_at >= self._ack_interval:
                 worker.last_ack_at = now
                 text = (
                     "⏳ Interrupting the current answer; your new message comes next."
@@ -118,6 +120,13 @@ class SessionManager:
                 )
                 await self._handler.notify(event, text)
         return outcome
+
+    def requeue(self, key: str, events: list[MessageEvent]) -> None:
+        """Queue events again (steered texts the turn ended without using)."""
+        worker = self._workers.get(key)
+        for ev in events:
+            if worker is None or worker.offer(ev) == "full":
+                log.warning("requeue_dropped", session_key=key)
 
     # -- control -------------------------------------------------------------------------
     def stop(self, key: str, reason: str = "stopped by user") -> tuple[bool, int]:

@@ -97,6 +97,9 @@ class TurnService:
         self._clock = clock
         self._extras: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._background: set[asyncio.Task[Any]] = set()
+        self._running: dict[str, tuple[Any, list[MessageEvent]]] = {}
+        #: called with (key, events) for steered messages a turn ended without using
+        self.requeue: Callable[[str, list[MessageEvent]], None] = lambda _k, _e: None
         self.on_turn_started: Callable[[str], None] = lambda _key: None
 
     # -- TurnHandler -----------------------------------------------------------------------
@@ -108,7 +111,16 @@ class TurnService:
         task.add_done_callback(self._background.discard)
 
     async def steer(self, key: str, event: MessageEvent) -> bool:
-        return False  # not supported by the agent yet: the manager queues instead
+        """Busy mode `steer`: hand the text to the running agent (used after its next tool
+        batch). Steers the turn did not consume are queued as the next turn afterwards."""
+        running = self._running.get(key)
+        if running is None or not event.text.strip() or event.attachments:
+            return False
+        agent, pending = running
+        if not agent.steer(event.text):
+            return False
+        pending.append(event)
+        return True
 
     async def run_turn(
         self, key: str, events: list[MessageEvent], interrupt: InterruptSignal
@@ -191,22 +203,28 @@ class TurnService:
         if self.compression is not None and not await self.compression.wait_idle(
                 session.id, self._s.compression_wait_s):
             log.info("turn_proceeds_uncompressed", session_id=session.id)
-        session, _ = await self.resolve_session(key, last)  # compression may have rotated it
+        # A compression may have rotated the session meanwhile; follow it, but do not apply
+        # the reset policy a second time (it would reset the session just created).
+        session = await self._live(session)
         self.on_turn_started(key)
         recovered = isinstance(last.raw, dict) and last.raw.get("recovered_message_id")
         if not recovered:
             await self._store.append_messages(session.id, [_user_message(events)])
         history = await self._store.load_history(session.id)
         with bind_context(session_id=session.id):
-            await self._run_agent(session, history, target, interrupt)
+            await self._run_agent(session, history, target, interrupt, key=key)
 
     async def _run_agent(self, session: Any, history: list[dict[str, Any]],
-                         target: ReplyTarget, interrupt: InterruptSignal) -> None:
+                         target: ReplyTarget, interrupt: InterruptSignal,
+                         key: str | None = None) -> None:
         consumer = self._delivery.begin(target)
         typing = self._delivery.typing_loop(target)
         progress = self._s.tool_progress(target.adapter)
         shown = TurnTranscript()
         agent = await self._build_agent(session, target)
+        steered: list[MessageEvent] = []
+        if key is not None:
+            self._running[key] = (agent, steered)
         started = time.monotonic()
         user_turn: dict[str, Any] | None = history[-1] if history else None
         prior = history[:-1]
@@ -254,6 +272,13 @@ class TurnService:
                 await self._finish(session, terminal, shown, consumer, target, final)
                 return
         finally:
+            if key is not None and self._running.get(key, (None,))[0] is agent:
+                del self._running[key]
+                leftover = steered[agent.steered:]
+                for ev in steered[:agent.steered]:
+                    await self._delivery.turn_complete(ReplyTarget.of(ev), ok=True)
+                if leftover:
+                    self.requeue(key, leftover)
             if typing is not None:
                 typing.cancel()
             if consumer is not None:

@@ -141,3 +141,28 @@ async def test_status_and_new_commands(tmp_path, model):
         assert new.id != old.id and new.title == "Fresh start"
         ended = await runner.store.get_session(old.id)
         assert ended.end_reason == "new_session"
+
+
+async def test_steer_mode_injects_message_after_the_next_tool_call(tmp_path, model):
+    model.enqueue(
+        tool_calls(call("search_files", {"pattern": "*.txt"}), delay_s=0.3),
+        text("Done, and I saw your extra note."),
+    )
+    async with gateway(tmp_path, model, gateway__busy_mode="steer") as (runner, fake):
+        await fake.inject("find my files", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: len(model.requests) == 1)
+        await asyncio.sleep(0.3)
+        assert runner.manager.is_busy("fake:dm:c1")
+        await fake.inject("also check the docs folder", chat_id="c1", user_id="u1")
+        await fake.wait_turns(1, timeout_s=10)
+        await fake.wait_for(lambda: "Done, and I saw your extra note." in fake.messages("c1"))
+        second = model.requests[1].body["messages"]
+        roles = [m["role"] for m in second[-3:]]
+        assert roles == ["assistant", "tool", "user"]
+        assert second[-1]["content"] == "also check the docs folder"
+        await asyncio.sleep(0.3)
+        assert len(model.requests) == 2  # the steer was used, not run again as a turn
+        session = await runner.store.find_by_session_key("fake:dm:c1")
+        users = [m["content"] for m in await runner.store.load_history(session.id)
+                 if m["role"] == "user"]
+        assert users == ["find my files", "also check the docs folder"]
