@@ -9,6 +9,7 @@ Tests drive it from the user's side (`inject`) and read what the bot did from it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -269,9 +270,14 @@ class FakeAdapter(BasePlatformAdapter):
         )
 
     async def wait_for(self, predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
-        """Wait until `predicate()` holds (checked after every change). Raises `TimeoutError`."""
-        async with asyncio.timeout(timeout_s), self._changed:
-            await self._changed.wait_for(predicate)
+        """Wait until `predicate()` holds. It is checked after every change of this adapter and
+        every 20 ms (so it may also look at state outside the adapter, e.g. a fake model's
+        recorded requests). Raises `TimeoutError`."""
+        async with asyncio.timeout(timeout_s):
+            while not predicate():
+                async with self._changed:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._changed.wait(), 0.02)
 
     async def wait_for_messages(
         self, chat_id: str, count: int, timeout_s: float = 5.0
