@@ -33,6 +33,7 @@ from gateway.pipeline.authz import AccessPolicy
 from gateway.ports import BasePlatformAdapter, CursorStore
 from gateway.recovery import recover_unanswered
 from gateway.registry import create_adapter
+from gateway.sdnotify import SdNotifier
 from gateway.sessions import SessionManager
 from gateway.supervisor import AdapterSupervisor, SupervisorSettings
 from gateway.turns import TurnService, TurnSettings
@@ -123,6 +124,7 @@ class GatewayRunner:
         self.health: HealthServer | None = None
         self.compression: Any = None
         self.agents: AgentFactory | None = None
+        self.notifier = SdNotifier.from_env(unset_environment=True)
 
     # -- public --------------------------------------------------------------------------
     def request_stop(self, code: int = 0) -> None:
@@ -141,6 +143,7 @@ class GatewayRunner:
             return EXIT_CONFIG
         self._install_signals()
         await self._stop.wait()
+        self.notifier.stopping("draining")
         await self.shutdown()
         return self._exit_code
 
@@ -156,6 +159,11 @@ class GatewayRunner:
         await self._start_adapters()
         await self._start_health()
         await self._recover()
+        self.notifier.ready(f"{len(self.adapters)} adapter(s) connected")
+        if self.notifier.watchdog_interval():
+            pinger = asyncio.create_task(self.notifier.run_watchdog(self.watchdog.healthy),
+                                         name="sd-watchdog")
+            self._cleanup.append(("sd-watchdog", pinger.cancel))
 
     async def shutdown(self) -> None:
         """Stop intake, drain running turns (`gateway.drain_timeout_s`), stop adapters in
