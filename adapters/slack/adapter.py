@@ -1,0 +1,378 @@
+"""`SlackAdapter`: slack-bolt (async) over Socket Mode or the HTTP Events API."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from slack_bolt.app.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.errors import AUTH_ERRORS, api_error_code, failure_for
+from adapters.slack.files import FileFetcher, upload_file
+from adapters.slack.normalize import BotIdentity, chat_type_for, event_identity, normalize
+from adapters.slack.settings import SlackSettings
+from adapters.slack.transport import give_up_after, run_http, run_socket
+from gateway.events import (
+    ChatType,
+    ErrorKind,
+    MessageEvent,
+    OutboundAttachment,
+    OutboundMessage,
+    SendResult,
+    UserRef,
+)
+from gateway.ports import (
+    AdapterAuthError,
+    AdapterContext,
+    AdapterError,
+    BasePlatformAdapter,
+    Capabilities,
+)
+
+__all__ = ["MAX_LENGTH", "SlackAdapter"]
+
+#: Slack recommends at most 4,000 characters in `text` (longer ones get truncated or folded
+#: behind "Show more"); parts are cut a little below that.
+MAX_LENGTH = 3900
+_THREADS_CURSOR = "bot_threads"
+_THREADS_PERSISTED = 500
+_BOLT_LOG = logging.getLogger("adapters.slack.bolt")
+_PLAIN = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+class _Lru(OrderedDict[str, Any]):
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self.cap = cap
+
+    def put(self, key: str, value: Any = None) -> bool:
+        """Insert or refresh; True when the key was new."""
+        new = key not in self
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.cap:
+            self.popitem(last=False)
+        return new
+
+
+class SlackAdapter(BasePlatformAdapter):
+    """One Slack workspace through a bot token.
+
+    Inbound: `message` and `app_mention` events become `MessageEvent`s (normalize.py states the
+    rules); the envelope or HTTP request is acknowledged only after `ctx.emit` returned.
+    Outbound: `chat.postMessage` / `chat.update` / `chat.delete` and the v2 file upload; every
+    platform error comes back as a `SendResult`, never raised.
+    """
+
+    format_hint = (
+        "You are chatting on Slack. Keep replies concise and scannable; Markdown is converted "
+        "to Slack mrkdwn for you (tables are not supported, prefer lists)."
+    )
+
+    def __init__(self, name: str = "slack", settings: Any = None) -> None:
+        self.name = name
+        self.settings = SlackSettings.from_any(settings)
+        socket = self.settings.mode == "socket"
+        self.capabilities = Capabilities(
+            edit=True, typing=False, threads=True, media=True, delete=True,
+            max_length=MAX_LENGTH, length_measure="chars", dialect="slack_mrkdwn",
+            rate_profile="slack",
+            liveness_window_s=give_up_after(self.settings) + 10.0 if socket else 0.0,
+        )
+        #: The Events API URL once listening (HTTP mode).
+        self.http_url: str | None = None
+        self._web: AsyncWebClient | None = None
+        self._identity: BotIdentity | None = None
+        self._ctx: AdapterContext | None = None
+        self._stop: asyncio.Event | None = None
+        self._fetcher: FileFetcher | None = None
+        self._commands: frozenset[str] = frozenset()
+        self._bot_threads = _Lru(5000)
+        self._chat_types = _Lru(10000)
+        self._user_names = _Lru(2000)
+        self._recent = _Lru(5000)
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self, ctx: AdapterContext) -> None:
+        """Check the tokens (`AdapterAuthError` when Slack refuses them), connect, and run until
+        `ctx.stop_event` or `stop()`; raises `AdapterError` when the transport fails."""
+        s = self.settings
+        if not s.bot_token:
+            raise AdapterAuthError("platforms.slack.bot_token is not set")
+        if s.mode == "socket" and not s.app_token:
+            raise AdapterAuthError("platforms.slack.app_token is required in socket mode")
+        if s.mode == "http" and not s.signing_secret:
+            raise AdapterAuthError("platforms.slack.signing_secret is required in http mode")
+        stop = asyncio.Event()
+        self._stop, self._ctx = stop, ctx
+        web = AsyncWebClient(token=s.bot_token, base_url=s.api_base_url, timeout=s.timeout_s)
+        self._identity = await self._auth_test(web)
+        self._web = web
+        self._fetcher = FileFetcher(s.bot_token, s.api_base_url)
+        await self._load_threads(ctx)
+        app = self._build_app(web)
+        link = asyncio.create_task(_link(ctx.stop_event, stop))
+        try:
+            if s.mode == "socket":
+                await run_socket(app, web, s, ctx, stop)
+            else:
+                await run_http(app, s, ctx, stop, self._bound)
+        finally:
+            link.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await link
+
+    async def stop(self) -> None:
+        """Ask the running `start()` to return. Idempotent."""
+        if self._stop is not None:
+            self._stop.set()
+
+    def commands_menu(self, commands: list[tuple[str, str]]) -> None:
+        """Remember command names so `!name` is read as `/name` (Slack's client reserves `/`)."""
+        self._commands = frozenset(name.lstrip("/").lower() for name, _ in commands)
+
+    def _bound(self, url: str) -> None:
+        self.http_url = url
+
+    async def _auth_test(self, web: AsyncWebClient) -> BotIdentity:
+        try:
+            resp = await web.auth_test()
+        except SlackApiError as exc:
+            code = api_error_code(exc)
+            if code in AUTH_ERRORS:
+                raise AdapterAuthError(f"slack refused the bot token ({code})") from None
+            raise AdapterError(f"auth.test failed ({code or 'error'})") from None
+        except Exception as exc:  # noqa: BLE001 - any transport failure is an AdapterError
+            raise AdapterError(f"auth.test failed ({type(exc).__name__})") from None
+        return BotIdentity(user_id=str(resp.get("user_id") or ""),
+                           bot_id=str(resp.get("bot_id") or ""),
+                           team_id=str(resp.get("team_id") or ""))
+
+    def _build_app(self, web: AsyncWebClient) -> AsyncApp:
+        app = AsyncApp(client=web, signing_secret=self.settings.signing_secret,
+                       process_before_response=True, logger=_BOLT_LOG)
+
+        async def on_message(event: dict[str, Any]) -> None:
+            await self._on_event(event, mention=False)
+
+        async def on_mention(event: dict[str, Any]) -> None:
+            await self._on_event(event, mention=True)
+
+        async def ignore() -> None:
+            return None
+
+        app.event("message")(on_message)
+        app.event("app_mention")(on_mention)
+        app.event(re.compile(".+"))(ignore)  # acknowledge every other event type
+        return app
+
+    # -- inbound -------------------------------------------------------------------------------
+
+    async def _on_event(self, event: Mapping[str, Any], *, mention: bool) -> None:
+        """Emit one event (once per message identity). Raises when `ctx.emit` fails, so the
+        envelope is not acknowledged and Slack delivers it again."""
+        ctx, ident = self._ctx, self._identity
+        channel, ts = event.get("channel"), event.get("ts")
+        if ctx is None or ident is None or not isinstance(channel, str) or not isinstance(ts, str):
+            return
+        key = event_identity(channel, ts)
+        if key in self._recent:
+            return
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        try:
+            async with lock:
+                if key in self._recent:
+                    return
+                ev = await self._build_event(event, ident, mention=mention)
+                if ev is None:
+                    return
+                await ctx.emit(ev)
+                self._recent.put(key)
+        finally:
+            if not lock.locked():
+                self._locks.pop(key, None)
+
+    async def _build_event(self, event: Mapping[str, Any], ident: BotIdentity, *,
+                           mention: bool) -> MessageEvent | None:
+        channel = str(event.get("channel"))
+        thread_ts = event.get("thread_ts")
+        ev = normalize(
+            self.name, event, identity=ident, chat_type=await self._chat_type(event),
+            mention_event=mention,
+            bot_in_thread=f"{channel}:{thread_ts}" in self._bot_threads,
+            commands=self._commands,
+        )
+        if ev is None:
+            return None
+        update: dict[str, Any] = {}
+        if not ev.user.is_bot:
+            name = await self._user_name(ev.user.id)
+            if name:
+                update["user"] = UserRef(id=ev.user.id, name=name)
+        files = [f for f in event.get("files") or () if isinstance(f, Mapping)]
+        if files and self._fetcher is not None and self._ctx is not None:
+            update["attachments"] = await self._fetcher.fetch_all(
+                files, Path(self._ctx.cache_dir), self._ctx.max_attachment_bytes, self._ctx.logger)
+        return ev.model_copy(update=update) if update else ev
+
+    async def _chat_type(self, event: Mapping[str, Any]) -> ChatType:
+        channel = str(event.get("channel"))
+        kind = event.get("channel_type")
+        if isinstance(kind, str) and kind:
+            self._chat_types.put(channel, chat_type_for(kind, channel))
+        if channel in self._chat_types:
+            return self._chat_types[channel]  # type: ignore[no-any-return]
+        kind = None
+        if self._web is not None:
+            with contextlib.suppress(Exception):
+                info = (await self._web.conversations_info(channel=channel)).get("channel") or {}
+                kind = ("im" if info.get("is_im") else "mpim" if info.get("is_mpim")
+                        else "channel")
+        result = chat_type_for(kind, channel)
+        if kind is not None:
+            self._chat_types.put(channel, result)
+        return result
+
+    async def _user_name(self, user_id: str) -> str | None:
+        if user_id in self._user_names:
+            return self._user_names[user_id]  # type: ignore[no-any-return]
+        if self._web is None:
+            return None
+        try:
+            user = (await self._web.users_info(user=user_id)).get("user") or {}
+        except SlackApiError:  # e.g. user_not_found: remember that there is no name
+            self._user_names.put(user_id, None)
+            return None
+        except Exception:  # noqa: BLE001 - a name is optional; try again next time
+            return None
+        profile = user.get("profile") or {}
+        name = (profile.get("display_name") or user.get("real_name") or user.get("name")
+                or None)
+        self._user_names.put(user_id, name)
+        return name
+
+    async def _load_threads(self, ctx: AdapterContext) -> None:
+        with contextlib.suppress(Exception):
+            raw = await ctx.cursors.get(_THREADS_CURSOR)
+            for key in json.loads(raw or "[]"):
+                if isinstance(key, str):
+                    self._bot_threads.put(key)
+
+    async def _remember_thread(self, channel: str, thread_ts: str) -> None:
+        if not self._bot_threads.put(f"{channel}:{thread_ts}") or self._ctx is None:
+            return
+        keys = list(self._bot_threads)[-_THREADS_PERSISTED:]
+        with contextlib.suppress(Exception):
+            await self._ctx.cursors.set(_THREADS_CURSOR, json.dumps(keys))
+
+    # -- outbound ------------------------------------------------------------------------------
+
+    def _thread_for(self, chat_id: str, thread_id: str | None, reply_to: str | None) -> str | None:
+        if thread_id:
+            return thread_id
+        if reply_to and not chat_id.startswith("D"):
+            return reply_to  # a top-level channel message: the reply starts its thread
+        return None
+
+    async def send(self, message: OutboundMessage) -> SendResult:
+        """Post the text (then any attachments). Never raises for platform errors."""
+        web = self._web
+        if web is None:
+            return SendResult.failure(ErrorKind.TRANSIENT, "slack adapter not started")
+        if len(message.text) > self.capabilities.max_length:
+            return _too_long(len(message.text))
+        thread_ts = self._thread_for(message.chat_id, message.thread_id, message.reply_to)
+        ids: list[str] = []
+        if message.text or not message.attachments:
+            kwargs: dict[str, Any] = {"channel": message.chat_id, "text": _text(message.text,
+                                      message.formatted), "mrkdwn": message.formatted}
+            if thread_ts:
+                kwargs["thread_ts"] = thread_ts
+            try:
+                resp = await web.chat_postMessage(**kwargs)
+            except Exception as exc:  # noqa: BLE001 - mapped into the result
+                return failure_for(exc)
+            ids.append(str(resp.get("ts") or ""))
+            if thread_ts:
+                await self._remember_thread(message.chat_id, thread_ts)
+        for att in message.attachments:
+            res = await self.send_media(message.chat_id, att, thread_id=thread_ts)
+            if not res.ok and not ids:
+                return res
+            ids.extend(res.message_ids)
+        return SendResult.success(*ids)
+
+    async def edit(
+        self, chat_id: str, message_id: str, text: str, *, formatted: bool = True
+    ) -> SendResult:
+        """`chat.update` in place (streaming previews and the final text)."""
+        if self._web is None:
+            return SendResult.failure(ErrorKind.TRANSIENT, "slack adapter not started")
+        if len(text) > self.capabilities.max_length:
+            return _too_long(len(text))
+        try:
+            await self._web.chat_update(channel=chat_id, ts=message_id,
+                                        text=_text(text, formatted))
+        except Exception as exc:  # noqa: BLE001 - mapped into the result
+            return failure_for(exc)
+        return SendResult.success(message_id)
+
+    async def delete(self, chat_id: str, message_id: str) -> SendResult:
+        if self._web is None:
+            return SendResult.failure(ErrorKind.TRANSIENT, "slack adapter not started")
+        try:
+            await self._web.chat_delete(channel=chat_id, ts=message_id)
+        except Exception as exc:  # noqa: BLE001 - mapped into the result
+            return failure_for(exc)
+        return SendResult.success(message_id)
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> SendResult:
+        return SendResult.failure(ErrorKind.UNKNOWN, "slack bots have no typing indicator")
+
+    async def send_media(
+        self,
+        chat_id: str,
+        attachment: OutboundAttachment,
+        *,
+        thread_id: str | None = None,
+        caption: str | None = None,
+    ) -> SendResult:
+        """Upload one file with the v2 flow; the result's id is the Slack file id."""
+        if self._web is None:
+            return SendResult.failure(ErrorKind.TRANSIENT, "slack adapter not started")
+        try:
+            file_id = await upload_file(self._web, channel=chat_id, path=Path(attachment.path),
+                                        thread_ts=thread_id, caption=caption)
+        except OSError:
+            return SendResult.failure(ErrorKind.UNKNOWN, "attachment could not be read")
+        except Exception as exc:  # noqa: BLE001 - mapped into the result
+            return failure_for(exc)
+        if thread_id:
+            await self._remember_thread(chat_id, thread_id)
+        return SendResult.success(file_id)
+
+
+def _too_long(length: int) -> SendResult:
+    """The declared `max_length` is enforced here (measured before escaping), so the gateway's
+    split-and-retry applies before Slack itself would fold or refuse the message."""
+    return SendResult.failure(ErrorKind.TOO_LONG, f"{length} chars > {MAX_LENGTH}")
+
+
+def _text(text: str, formatted: bool) -> str:
+    return text if formatted else text.translate(_PLAIN)
+
+
+async def _link(source: asyncio.Event, target: asyncio.Event) -> None:
+    await source.wait()
+    target.set()

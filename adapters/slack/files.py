@@ -1,0 +1,137 @@
+"""Slack files: inbound downloads into the profile cache, outbound v2 uploads."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import aiohttp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from gateway.events import Attachment
+
+__all__ = ["FileFetcher", "kind_for", "upload_file"]
+
+Kind = Literal["image", "audio", "voice", "video", "document", "other"]
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def kind_for(mime: str | None, subtype: str | None = None) -> Kind:
+    mime = (mime or "").lower()
+    if subtype == "slack_audio":
+        return "voice"
+    if mime.startswith("image/"):
+        return "image"
+    if mime.startswith("audio/"):
+        return "audio"
+    if mime.startswith("video/"):
+        return "video"
+    return "document" if mime else "other"
+
+
+def _safe_name(file_id: str, name: str) -> str:
+    base = _UNSAFE.sub("_", Path(name).name).strip("._") or "file"
+    return f"{_UNSAFE.sub('_', file_id)}_{base[:120]}"
+
+
+class FileFetcher:
+    """Downloads `url_private_download` files with the bot token.
+
+    The token is only sent to Slack's own hosts (`*.slack.com`) or the configured API host, so
+    a crafted file URL cannot make the adapter leak it.
+    """
+
+    def __init__(self, token: str, api_base_url: str, *, timeout_s: float = 60.0) -> None:
+        self._token = token
+        self._trusted = {urlsplit(api_base_url).netloc.lower()}
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+
+    def _trusted_host(self, url: str) -> bool:
+        netloc = urlsplit(url).netloc.lower()
+        host = netloc.split(":")[0]
+        return netloc in self._trusted or host == "slack.com" or host.endswith(".slack.com")
+
+    async def fetch_all(
+        self, files: list[Mapping[str, Any]], cache_dir: Path, max_bytes: int, logger: Any
+    ) -> tuple[Attachment, ...]:
+        """Download every file it may; a failed or oversized one is skipped with a log line.
+        Must not raise (except cancellation)."""
+        out: list[Attachment] = []
+        for f in files:
+            try:
+                att = await self._fetch(f, cache_dir, max_bytes)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - one bad file never drops the message
+                _warn(logger, f.get("id"), type(exc).__name__)
+                continue
+            if att is None:
+                _warn(logger, f.get("id"), "unavailable or too large")
+            else:
+                out.append(att)
+        return tuple(out)
+
+    async def _fetch(
+        self, f: Mapping[str, Any], cache_dir: Path, max_bytes: int
+    ) -> Attachment | None:
+        url = f.get("url_private_download") or f.get("url_private")
+        size = int(f.get("size") or 0)
+        if not isinstance(url, str) or not self._trusted_host(url) or size > max_bytes:
+            return None
+        headers = {"Authorization": f"Bearer {self._token}"}
+        chunks: list[bytes] = []
+        total = 0
+        async with aiohttp.ClientSession(timeout=self._timeout) as session, session.get(
+            url, headers=headers
+        ) as resp:
+            if resp.status != 200:
+                return None
+            async for chunk in resp.content.iter_chunked(64 * 1024):
+                total += len(chunk)
+                if total > max_bytes:
+                    return None
+                chunks.append(chunk)
+        name = str(f.get("name") or f.get("title") or "file")
+        path = cache_dir / "slack" / _safe_name(str(f.get("id") or "F"), name)
+        await asyncio.to_thread(_write, path, b"".join(chunks))
+        mime = f.get("mimetype") if isinstance(f.get("mimetype"), str) else None
+        return Attachment(path=str(path), kind=kind_for(mime, f.get("subtype")), mime=mime,
+                          name=name, size=total)
+
+
+def _warn(logger: Any, file_id: Any, reason: str) -> None:
+    try:
+        logger.warning("slack_file_skipped", file_id=str(file_id), reason=reason)
+    except TypeError:  # a stdlib logger does not take keyword fields
+        logger.warning("slack file %s skipped: %s", file_id, reason)
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+async def upload_file(
+    client: AsyncWebClient,
+    *,
+    channel: str,
+    path: Path,
+    thread_ts: str | None,
+    caption: str | None,
+) -> str:
+    """Upload through the v2 flow (getUploadURLExternal → upload → completeUploadExternal);
+    returns the file id. Raises what the SDK raises (`SlackApiError`, `OSError`, …)."""
+    data = await asyncio.to_thread(path.read_bytes)
+    kwargs: dict[str, Any] = {"channel": channel, "file": data, "filename": path.name,
+                              "title": path.name}
+    if thread_ts:
+        kwargs["thread_ts"] = thread_ts
+    if caption:
+        kwargs["initial_comment"] = caption
+    resp = await client.files_upload_v2(**kwargs)
+    file = resp.get("file") or {}
+    return str(file.get("id") or "")

@@ -1,0 +1,67 @@
+"""Pure parts: text cleaning, chat types, settings, entry point."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.slack import SlackAdapter, SlackSettings
+from adapters.slack.normalize import BotIdentity, chat_type_for, clean_text, normalize
+from gateway.events import ChatType
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("<@UBOT> hi", "hi"),
+    ("hey <@UBOT|hermes>, <@U2|bob> look", "hey , @bob look"),
+    ("<@U3> and <#C1|general> <!here>", "@U3 and #general @here"),
+    ("<!subteam^S1|@devs> ping", "@devs ping"),
+    ("<mailto:a@b.c|a@b.c> <https://e.x>", "a@b.c https://e.x"),
+    ("1 &lt; 2 &amp;&amp; 3 &gt; 2", "1 < 2 && 3 > 2"),
+])
+def test_clean_text(raw: str, expected: str) -> None:
+    assert clean_text(raw, "UBOT") == expected
+
+
+def test_chat_types() -> None:
+    assert chat_type_for("im", "D1") is ChatType.DM
+    assert chat_type_for("mpim", "G1") is ChatType.GROUP
+    assert chat_type_for("channel", "C1") is ChatType.CHANNEL
+    assert chat_type_for("group", "G2") is ChatType.CHANNEL
+    assert chat_type_for(None, "D9") is ChatType.DM and chat_type_for(None, "C9") is (
+        ChatType.CHANNEL)
+
+
+def test_normalize_ignores_self_and_malformed() -> None:
+    ident = BotIdentity(user_id="UBOT", bot_id="BBOT")
+    base = {"type": "message", "channel": "C1", "ts": "1.000001", "text": "x", "user": "U1"}
+    assert normalize("slack", base, identity=ident, chat_type=ChatType.CHANNEL) is not None
+    for bad in ({**base, "user": "UBOT"}, {**base, "bot_id": "BBOT", "user": "U9"},
+                {**base, "subtype": "message_deleted"}, {**base, "ts": 5},
+                {**base, "text": None}, {k: v for k, v in base.items() if k != "user"},
+                {**base, "ts": "not-a-number"}):
+        assert normalize("slack", bad, identity=ident, chat_type=ChatType.CHANNEL) is None
+
+
+def test_settings_from_the_config_model_keep_secrets_and_trailing_slash() -> None:
+    from gateway.config.platforms import SlackPlatform
+
+    model = SlackPlatform(enabled=True, bot_token="xoxb-1", app_token="xapp-1",
+                          api_base_url="http://127.0.0.1:5/api",
+                          http={"host": "0.0.0.0", "port": 3100, "path": "/ev"})
+    s = SlackSettings.from_any(model)
+    assert (s.bot_token, s.app_token, s.api_base_url) == ("xoxb-1", "xapp-1",
+                                                          "http://127.0.0.1:5/api/")
+    assert (s.http_host, s.http_port, s.http_path, s.mode) == ("0.0.0.0", 3100, "/ev", "socket")
+    assert "xoxb-1" not in repr(s) and "xapp-1" not in str(s)
+    with pytest.raises(ValueError):
+        SlackSettings.from_any({"mode": "carrier-pigeon"})
+
+
+def test_entry_point_builds_the_adapter() -> None:
+    from gateway.registry import create_adapter
+
+    adapter = create_adapter("slack", {"bot_token": "x", "app_token": "y"})
+    assert isinstance(adapter, SlackAdapter)
+    caps = adapter.capabilities
+    assert (caps.dialect, caps.max_length, caps.edit, caps.typing, caps.threads) == (
+        "slack_mrkdwn", 3900, True, False, True)
+    assert caps.liveness_window_s > 0 and adapter.format_hint
