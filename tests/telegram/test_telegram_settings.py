@@ -1,0 +1,34 @@
+"""Settings come from the validated config model (SecretStr) or a dict; secrets stay hidden."""
+
+from __future__ import annotations
+
+from adapters.telegram import TelegramAdapter, TelegramSettings
+from gateway.config.load import parse_config
+from gateway.registry import create_adapter
+
+
+def test_settings_from_config_model_and_entry_point() -> None:
+    config = parse_config({
+        "providers": {"main": {"base_url": "http://127.0.0.1:1/v1", "api_keys": ["k"],
+                               "model": "m"}},
+        "platforms": {"telegram": {
+            "enabled": True, "token": "111:AAA-secret", "mode": "webhook",
+            "base_url": "http://127.0.0.1:8081/bot", "base_file_url": "http://127.0.0.1:8081/file/bot",
+            "poll_timeout_s": 10,
+            "webhook": {"url": "https://example.invalid/hook", "secret_token": "whsec"}}},
+    }, env={})[0]
+    adapter = create_adapter("telegram", config.platforms.telegram)
+    assert isinstance(adapter, TelegramAdapter)
+    s = adapter.settings
+    assert (s.token, s.mode, s.base_url, s.webhook.secret_token) == (
+        "111:AAA-secret", "webhook", "http://127.0.0.1:8081/bot", "whsec")
+    assert "AAA-secret" not in repr(s) and "whsec" not in repr(s)
+    assert adapter.capabilities.dialect == "telegram_html"
+    assert adapter.capabilities.length_measure == "utf16"
+    assert adapter.capabilities.max_length == 4096
+    assert "Telegram" in adapter.format_hint
+
+
+def test_polling_liveness_window_exceeds_the_poll_timeout() -> None:
+    s = TelegramSettings.from_any({"token": "1:x", "poll_timeout_s": 50})
+    assert TelegramAdapter("telegram", s).capabilities.liveness_window_s > 50
