@@ -117,8 +117,15 @@ class InboundRouter:
             self._delivery.forget_unreachable(item.event.platform, item.event.chat_id)
         await nxt()
 
+    def _bot_username(self, platform: str) -> str | None:
+        """Adapters that know their bot's @name expose it as `bot_username`, so commands
+        addressed to another bot (`/help@otherbot`) are not taken as ours."""
+        name = getattr(self._adapters.get(platform), "bot_username", None)
+        return name if isinstance(name, str) and name else None
+
     async def _command_lane(self, item: Inbound, nxt: Next) -> None:
-        parsed = parse_command(item.event.text)
+        parsed = parse_command(item.event.text,
+                               bot_username=self._bot_username(item.event.platform))
         command = self._commands.resolve(parsed.name) if parsed else None
         if parsed is None or command is None:
             await nxt()

@@ -139,7 +139,7 @@ class FakeAdapter(BasePlatformAdapter):
     def connected(self) -> bool:
         return self._connected.is_set()
 
-    async def wait_connected(self, timeout_s: float = 5.0) -> None:
+    async def wait_connected(self, timeout_s: float = 10.0) -> None:
         """Raises `TimeoutError` when the adapter did not connect within `timeout_s`."""
         await asyncio.wait_for(self._connected.wait(), timeout_s)
 
@@ -269,7 +269,7 @@ class FakeAdapter(BasePlatformAdapter):
             1 for c in self.calls if c.op == "typing" and c.chat_id == chat_id and c.result.ok
         )
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    async def wait_for(self, predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
         """Wait until `predicate()` holds. It is checked after every change of this adapter and
         every 20 ms (so it may also look at state outside the adapter, e.g. a fake model's
         recorded requests). Raises `TimeoutError`."""
@@ -280,13 +280,13 @@ class FakeAdapter(BasePlatformAdapter):
                         await asyncio.wait_for(self._changed.wait(), 0.02)
 
     async def wait_for_messages(
-        self, chat_id: str, count: int, timeout_s: float = 5.0
+        self, chat_id: str, count: int, timeout_s: float = 10.0
     ) -> list[str]:
         """Wait until `chat_id` shows at least `count` bot text messages; return them."""
         await self.wait_for(lambda: len(self.messages(chat_id)) >= count, timeout_s)
         return self.messages(chat_id)
 
-    async def wait_turns(self, count: int, timeout_s: float = 5.0) -> list[TurnCompleted]:
+    async def wait_turns(self, count: int, timeout_s: float = 10.0) -> list[TurnCompleted]:
         await self.wait_for(lambda: len(self.turns_completed) >= count, timeout_s)
         return list(self.turns_completed)
 

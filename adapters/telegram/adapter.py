@@ -65,6 +65,11 @@ class TelegramAdapter(BasePlatformAdapter):
         self._stop: asyncio.Event | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
+    @property
+    def bot_username(self) -> str | None:
+        """The bot's @username once connected (commands addressed to other bots are not ours)."""
+        return self.me.username if self.me is not None else None
+
     async def start(self, ctx: AdapterContext) -> None:
         if not self.settings.token:
             raise AdapterAuthError("platforms.telegram.token is not set")

@@ -166,3 +166,17 @@ async def test_steer_mode_injects_message_after_the_next_tool_call(tmp_path, mod
         users = [m["content"] for m in await runner.store.load_history(session.id)
                  if m["role"] == "user"]
         assert users == ["find my files", "also check the docs folder"]
+
+
+async def test_command_for_another_bot_is_not_ours(tmp_path, model):
+    from adapters.fake import FakeAdapter
+
+    class NamedFake(FakeAdapter):
+        bot_username = "hermesbot"
+
+    async with gateway(tmp_path, model, adapter=NamedFake("fake")) as (runner, fake):
+        await fake.inject("/status@otherbot", chat_id="c1", user_id="u1")
+        await fake.inject("/whoami@HermesBot", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: any("You are" in m for m in fake.messages("c1")))
+        await fake.wait_turns(2)
+        assert not any(m.startswith("Model:") for m in fake.messages("c1"))
