@@ -1,0 +1,275 @@
+"""`DiscordAdapter`: discord.py gateway in, REST out."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import discord
+
+from adapters.discord.backfill import SeenChannels, backfill
+from adapters.discord.client import HermesClient, build_client
+from adapters.discord.endpoints import apply_endpoints
+from adapters.discord.errors import failure_from_exception
+from adapters.discord.inbound import Inbound, MessageLog
+from adapters.discord.settings import DiscordSettings
+from gateway.events import ErrorKind, OutboundAttachment, OutboundMessage, SendResult
+from gateway.ports import (
+    AdapterAuthError,
+    AdapterContext,
+    AdapterError,
+    BasePlatformAdapter,
+    Capabilities,
+)
+
+__all__ = ["MAX_MESSAGE_LENGTH", "DiscordAdapter"]
+
+MAX_MESSAGE_LENGTH = 2000
+_FATAL_CLOSE_CODES = {4004: "authentication failed", 4013: "invalid intents",
+                      4014: "disallowed intents"}
+#: Replies may ping the user they answer, never @everyone, roles or other users.
+_NO_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False,
+                                       replied_user=True)
+
+
+def _transport_error(exc: BaseException | None) -> AdapterError:
+    if isinstance(exc, discord.LoginFailure):
+        return AdapterAuthError("Discord refused the bot token (401)")
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        return AdapterAuthError(
+            "Discord refused the MESSAGE_CONTENT intent: enable it for the bot in the "
+            "developer portal (Bot → Privileged Gateway Intents)"
+        )
+    if isinstance(exc, discord.ConnectionClosed) and exc.code in _FATAL_CLOSE_CODES:
+        return AdapterAuthError(f"Discord closed the gateway: {_FATAL_CLOSE_CODES[exc.code]}")
+    if exc is None:
+        return AdapterError("discord client stopped unexpectedly")
+    return AdapterError(f"discord transport failed: {type(exc).__name__}")
+
+
+class DiscordAdapter(BasePlatformAdapter):
+    """One Discord bot connection.
+
+    The library owns the gateway session: heartbeats, reconnects and RESUME (missed events are
+    replayed by Discord). Every received frame counts as progress. `send`, `edit`, `typing`,
+    `delete` and `send_media` never raise for platform errors.
+    """
+
+    format_hint = (
+        "You are chatting on Discord. Discord Markdown works (bold, italics, lists, code "
+        "blocks); keep replies concise, long ones are split into 2,000-character messages."
+    )
+
+    def __init__(self, name: str, settings: DiscordSettings) -> None:
+        self.name = name
+        self._settings = settings
+        self.capabilities = Capabilities(
+            edit=True, typing=True, threads=True, media=True, delete=True,
+            max_length=MAX_MESSAGE_LENGTH, length_measure="chars", dialect="discord",
+            rate_profile="discord", liveness_window_s=settings.liveness_window_s,
+        )
+        self._client: HermesClient | None = None
+        self._stopping = False
+        self._stop_run: asyncio.Event | None = None
+        self._log = MessageLog()
+        self._commands: list[tuple[str, str]] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self, ctx: AdapterContext) -> None:
+        """Connect and run until `ctx.stop_event` or `stop()`.
+
+        Raises `AdapterAuthError` when the token or the privileged intent is refused and
+        `AdapterError` when the client dies otherwise. A fresh discord.py client is built on
+        every call.
+        """
+        if not self._settings.token:
+            raise AdapterAuthError("platforms.discord.token is not set")
+        self._stopping = False
+        stop_run = self._stop_run = asyncio.Event()
+        seen = SeenChannels(ctx.cursors)
+        try:
+            await seen.load()
+        except Exception as exc:  # a broken cursor store only costs the catch-up
+            ctx.logger.warning("discord_cursor_unreadable", error=type(exc).__name__)
+        restore = apply_endpoints(self._settings.api_base_url, self._settings.gateway_url)
+        queue: asyncio.Queue[discord.Message] = asyncio.Queue()
+        catch_up: set[asyncio.Task[int]] = set()
+
+        def on_ready() -> None:
+            task = asyncio.create_task(
+                backfill(client, seen, queue.put_nowait, logger=ctx.logger),
+                name=f"{self.name}:backfill",
+            )
+            catch_up.add(task)
+            task.add_done_callback(catch_up.discard)
+
+        client = build_client(
+            self._settings, messages=queue, progress=ctx.progress, connected=ctx.connected,
+            ready=on_ready,
+        )
+        self._client = client
+        inbound = Inbound(
+            self.name, client, cache_dir=Path(ctx.cache_dir), max_bytes=ctx.max_attachment_bytes,
+            log=self._log, logger=ctx.logger,
+        )
+        tasks = {
+            asyncio.create_task(client.start(self._settings.token), name=f"{self.name}:client"),
+            asyncio.create_task(
+                self._consume(queue, inbound, seen, ctx), name=f"{self.name}:inbound"
+            ),
+            asyncio.create_task(ctx.stop_event.wait(), name=f"{self.name}:stop-wait"),
+            asyncio.create_task(stop_run.wait(), name=f"{self.name}:stop-call"),
+        }
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            if not (self._stopping or ctx.stop_event.is_set()):
+                finished = done.pop()
+                cause = None if finished.cancelled() else finished.exception()
+                raise _transport_error(cause) from cause
+        finally:
+            await self._shutdown(client, tasks | catch_up)
+            restore()
+
+    async def _shutdown(self, client: HermesClient, tasks: set[Any]) -> None:
+        # stop reading the socket first, so no event is dispatched into a closing client
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await client.close()
+        if self._client is client:
+            self._client = None
+
+    async def stop(self) -> None:
+        """Ask a running `start()` to close the connection and return. Idempotent; does not
+        wait for the close to finish (await the `start()` task for that)."""
+        self._stopping = True
+        if self._stop_run is not None:
+            self._stop_run.set()
+
+    async def _consume(
+        self, queue: asyncio.Queue[discord.Message], inbound: Inbound, seen: SeenChannels,
+        ctx: AdapterContext,
+    ) -> None:
+        """Emit messages one at a time, in arrival order; then advance the catch-up cursor."""
+        while True:
+            message = await queue.get()
+            if self._log.was_emitted(str(message.id)):
+                continue
+            try:
+                event = await inbound.to_event(message)
+                if event is not None:
+                    await ctx.emit(event)
+                    self._log.mark_emitted(event.event_id)
+                    guild = message.guild.id if message.guild else None
+                    await seen.note(message.channel.id, message.id, guild)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__)
+
+    # -- outbound ----------------------------------------------------------------------------
+    def _channel(self, channel_id: str) -> discord.PartialMessageable:
+        client = self._client
+        if client is None or client.is_closed():
+            raise ConnectionError("discord client is not running")
+        return client.get_partial_messageable(int(channel_id))
+
+    async def _call(self, action: Callable[[], Awaitable[SendResult]]) -> SendResult:
+        try:
+            return await asyncio.wait_for(action(), self._settings.request_timeout_s)
+        except ValueError as exc:
+            return SendResult.failure(ErrorKind.UNKNOWN, f"bad request: {exc}"[:200])
+        except ConnectionError as exc:
+            return SendResult.failure(ErrorKind.TRANSIENT, str(exc))
+        except Exception as exc:
+            return failure_from_exception(exc)
+
+    async def send(self, message: OutboundMessage) -> SendResult:
+        if len(message.text) > MAX_MESSAGE_LENGTH:
+            return SendResult.failure(ErrorKind.TOO_LONG, f"over {MAX_MESSAGE_LENGTH} characters")
+        target = message.thread_id or message.chat_id
+
+        async def action() -> SendResult:
+            channel = self._channel(target)
+            options: dict[str, Any] = {"allowed_mentions": _NO_MENTIONS}
+            if message.reply_to:
+                # a deleted target does not fail the send: it goes out without the reference
+                options["reference"] = channel.get_partial_message(
+                    int(message.reply_to)
+                ).to_reference(fail_if_not_exists=False)
+            if message.attachments:
+                options["files"] = [await _file(a.path) for a in message.attachments]
+            sent = await channel.send(content=message.text or None, **options)
+            self._log.remember(str(sent.id), target, own=True)
+            return SendResult.success(str(sent.id))
+
+        return await self._call(action)
+
+    async def edit(
+        self, chat_id: str, message_id: str, text: str, *, formatted: bool = True
+    ) -> SendResult:
+        if len(text) > MAX_MESSAGE_LENGTH:
+            return SendResult.failure(ErrorKind.TOO_LONG, f"over {MAX_MESSAGE_LENGTH} characters")
+
+        async def action() -> SendResult:
+            channel = self._channel(self._log.channel_of(message_id) or chat_id)
+            partial = channel.get_partial_message(int(message_id))
+            await partial.edit(content=text, allowed_mentions=_NO_MENTIONS)
+            return SendResult.success(message_id)
+
+        return await self._call(action)
+
+    async def delete(self, chat_id: str, message_id: str) -> SendResult:
+        async def action() -> SendResult:
+            channel = self._channel(self._log.channel_of(message_id) or chat_id)
+            await channel.get_partial_message(int(message_id)).delete()
+            return SendResult.success(message_id)
+
+        return await self._call(action)
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> SendResult:
+        async def action() -> SendResult:
+            await self._channel(thread_id or chat_id).typing()
+            return SendResult.success()
+
+        return await self._call(action)
+
+    async def send_media(
+        self,
+        chat_id: str,
+        attachment: OutboundAttachment,
+        *,
+        thread_id: str | None = None,
+        caption: str | None = None,
+    ) -> SendResult:
+        target = thread_id or chat_id
+        try:
+            file = await _file(attachment.path)
+        except OSError as exc:
+            return SendResult.failure(ErrorKind.UNKNOWN, f"cannot read attachment: {exc.strerror}")
+
+        async def action() -> SendResult:
+            sent = await self._channel(target).send(
+                content=(caption or None), file=file, allowed_mentions=_NO_MENTIONS
+            )
+            self._log.remember(str(sent.id), target, own=True)
+            return SendResult.success(str(sent.id))
+
+        try:
+            return await self._call(action)
+        finally:
+            file.close()
+
+    def commands_menu(self, commands: list[tuple[str, str]]) -> None:
+        """Kept for reference: commands are typed as text (`/new`); no application commands
+        are registered with Discord."""
+        self._commands = list(commands)
+
+
+async def _file(path: str) -> discord.File:
+    """Open `path` off the event loop. Raises `OSError` when it cannot be read."""
+    return await asyncio.to_thread(discord.File, path, filename=Path(path).name)

@@ -1,0 +1,82 @@
+"""Catch-up after downtime: messages posted while no session was live.
+
+Discord replays missed events only to a RESUMEd session. After a restart (or a new IDENTIFY)
+the adapter reads, for each channel it recently saw traffic in, the messages after the last one
+it emitted (bounded in channels, messages and age) and feeds them through the normal inbound
+path; the gateway's durable dedup drops anything already recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import discord
+
+from gateway.ports import CursorStore
+
+__all__ = ["SeenChannels", "backfill"]
+
+CURSOR_NAME = "seen_channels"
+
+
+class SeenChannels:
+    """Per channel: the last emitted message id and the guild id, persisted in one cursor."""
+
+    def __init__(self, cursors: CursorStore, *, max_channels: int = 50) -> None:
+        self._cursors = cursors
+        self._max = max_channels
+        self.channels: dict[str, tuple[int, int | None]] = {}
+
+    async def load(self) -> None:
+        """Read the cursor; a missing or unreadable one means nothing to catch up."""
+        raw = await self._cursors.get(CURSOR_NAME)
+        try:
+            data = json.loads(raw) if raw else {}
+            self.channels = {str(k): (int(v[0]), int(v[1]) if v[1] else None)
+                             for k, v in data.items()}
+        except (ValueError, TypeError, IndexError, AttributeError):
+            self.channels = {}
+
+    async def note(self, channel_id: int, message_id: int, guild_id: int | None) -> None:
+        key = str(channel_id)
+        last = self.channels.get(key, (0, None))[0]
+        if message_id <= last:
+            return
+        self.channels[key] = (message_id, guild_id)
+        if len(self.channels) > self._max:
+            newest = sorted(self.channels.items(), key=lambda kv: kv[1][0])[-self._max:]
+            self.channels = dict(newest)
+        await self._cursors.set(CURSOR_NAME, json.dumps(self.channels))
+
+
+async def backfill(
+    client: discord.Client,
+    seen: SeenChannels,
+    deliver: Callable[[discord.Message], None],
+    *,
+    per_channel: int = 50,
+    max_age_s: float = 6 * 3600,
+    logger: Any,
+) -> int:
+    """Hand every message newer than the cursor (and younger than `max_age_s`) to `deliver`,
+    oldest first. Returns how many. Must not raise for platform errors (logged, skipped)."""
+    horizon = time.time() - max_age_s
+    count = 0
+    for key, (last_id, guild_id) in list(seen.channels.items()):
+        cid = int(key)
+        channel = client.get_channel(cid) or client.get_partial_messageable(
+            cid, guild_id=guild_id
+        )
+        try:
+            async for message in channel.history(  # type: ignore[union-attr]
+                after=discord.Object(last_id), limit=per_channel, oldest_first=True
+            ):
+                if message.created_at.timestamp() >= horizon:
+                    deliver(message)
+                    count += 1
+        except (discord.HTTPException, discord.InvalidData) as exc:
+            logger.warning("discord_backfill_failed", channel=key, error=type(exc).__name__)
+    return count

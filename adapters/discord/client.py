@@ -1,0 +1,99 @@
+"""The discord.py client the adapter runs: intents, options and event hooks."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import discord
+
+from adapters.discord.settings import DiscordSettings
+
+__all__ = ["HermesClient", "build_client", "intents"]
+
+
+def intents() -> discord.Intents:
+    """Guilds (channel and thread cache), guild and DM messages, and MESSAGE_CONTENT.
+
+    MESSAGE_CONTENT is privileged: it must also be enabled for the bot in the developer portal,
+    otherwise Discord closes the gateway with 4014 (discord.py raises
+    `PrivilegedIntentsRequired`).
+    """
+    value = discord.Intents.none()
+    value.guilds = True
+    value.guild_messages = True
+    value.dm_messages = True
+    value.message_content = True
+    return value
+
+
+class HermesClient(discord.Client):
+    """Forwards gateway activity to the adapter.
+
+    Every received frame (dispatches and heartbeat ACKs alike) reports progress; new messages
+    go to `messages`, an ordered queue drained by one adapter task.
+    """
+
+    def __init__(
+        self,
+        *,
+        messages: asyncio.Queue[discord.Message],
+        progress: Any,
+        connected: Any,
+        ready: Any = None,
+        reidentify_delay_s: float = 5.0,
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)
+        self.messages = messages
+        self._reidentify_delay_s = reidentify_delay_s
+        self._progress = progress
+        self._connected = connected
+        self._ready_hook = ready
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """Discord allows one IDENTIFY per 5 s per bot: wait before identifying again."""
+        if not initial:
+            await asyncio.sleep(self._reidentify_delay_s)
+
+    async def on_socket_raw_receive(self, _msg: str) -> None:
+        self._progress()
+
+    async def on_connect(self) -> None:
+        """READY was received: the session is up (guilds may still be streaming in)."""
+        self._progress()
+        self._connected()
+
+    async def on_ready(self) -> None:
+        """After a new session (not after RESUME): guilds are cached, catch-up may start."""
+        self._progress()
+        self._connected()
+        if self._ready_hook is not None:
+            self._ready_hook()
+
+    async def on_resumed(self) -> None:
+        self._progress()
+        self._connected()
+
+    async def on_message(self, message: discord.Message) -> None:
+        self.messages.put_nowait(message)
+
+
+def build_client(
+    settings: DiscordSettings, *, messages: asyncio.Queue[discord.Message], progress: Any,
+    connected: Any, ready: Any = None,
+) -> HermesClient:
+    """A fresh client (one per `start()`): never reuse one after it closed."""
+    return HermesClient(
+        messages=messages,
+        progress=progress,
+        connected=connected,
+        ready=ready,
+        reidentify_delay_s=settings.reidentify_delay_s,
+        intents=intents(),
+        enable_debug_events=True,
+        guild_ready_timeout=settings.guild_ready_timeout_s,
+        max_ratelimit_timeout=settings.max_ratelimit_wait_s,
+        max_messages=None,
+        chunk_guilds_at_startup=False,
+    )

@@ -1,0 +1,211 @@
+"""Connection lifecycle: RESUME after a drop, auth errors, stop/restart, endpoint override."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from adapters.discord import DiscordSettings, apply_endpoints, create
+from gateway.config.platforms import DiscordPlatform
+from gateway.events import OutboundMessage
+from gateway.ports import AdapterAuthError
+from tests.adapters_contract.harness_discord import DiscordHarness
+from tests.discord.fake_payloads import DM_ALICE, GENERAL, THREAD
+
+ORIGINAL_BASE = Route.BASE
+ORIGINAL_GATEWAY = DiscordWebSocket.DEFAULT_GATEWAY
+
+
+async def test_missed_message_arrives_once_through_resume(discord_h: DiscordHarness) -> None:
+    fake = discord_h.fake
+    await fake.user_says("before", channel=DM_ALICE)
+    await discord_h.wait_emitted(1)
+    session = fake.gateway.session
+    assert session is not None
+
+    await fake.drop_connection(hold=True)  # the reconnect waits until release()
+    await fake.user_says("while away", channel=GENERAL, mention_bot=True)
+    fake.release()
+    await asyncio.wait_for(fake.gateway.attached.wait(), 10)
+    await fake.user_says("after", channel=DM_ALICE)
+
+    events = await discord_h.wait_emitted(3)
+    assert [e.text for e in events] == ["before", "while away", "after"]
+    assert discord_h.emit_calls == 3  # nothing emitted twice
+    assert len(fake.gateway.identifies) == 1  # resumed, not re-identified
+    [resume] = fake.gateway.resumes
+    assert resume["session_id"] == session.session_id
+    assert fake.gateway.paths == ["/gateway", "/resume"]  # READY's resume_gateway_url used
+
+
+async def test_outbound_keeps_working_after_a_drop(discord_h: DiscordHarness) -> None:
+    await discord_h.fake.drop_connection()
+    await asyncio.wait_for(discord_h.fake.gateway.attached.wait(), 10)
+    res = await discord_h.adapter.send(OutboundMessage(chat_id=str(DM_ALICE), text="still here"))
+    assert res.ok
+    await discord_h.fake.user_says("ping", channel=DM_ALICE)
+    [ev] = await discord_h.wait_emitted(1)
+    assert ev.text == "ping"
+
+
+async def test_refused_token_is_an_auth_error(tmp_path: Path) -> None:
+    async with DiscordHarness(tmp_path) as h:
+        h.adapter = create("discord", h.fake.settings(token="wrong-token"))
+        with pytest.raises(AdapterAuthError) as info:
+            await h.start()
+        assert "wrong-token" not in str(info.value)
+        assert h.fake.gateway.identifies == []  # stopped at GET /users/@me
+    assert Route.BASE == ORIGINAL_BASE
+
+
+async def test_missing_token_is_an_auth_error(tmp_path: Path) -> None:
+    adapter = create("discord", {"api_base_url": "http://127.0.0.1:9/api/v10"})
+    async with DiscordHarness(tmp_path) as h:
+        with pytest.raises(AdapterAuthError):
+            await adapter.start(h.context())
+
+
+async def test_stop_then_start_again_uses_a_fresh_client(tmp_path: Path) -> None:
+    async with DiscordHarness(tmp_path) as h:
+        await h.start()
+        assert Route.BASE == h.fake.api_base_url
+        assert DiscordWebSocket.DEFAULT_GATEWAY == yarl.URL(h.fake.gateway_url)
+        first_task = h._task
+        await h.adapter.stop()
+        await h.adapter.stop()  # idempotent
+        assert first_task is not None
+        await asyncio.wait_for(first_task, 10)
+        assert Route.BASE == ORIGINAL_BASE
+        assert DiscordWebSocket.DEFAULT_GATEWAY == ORIGINAL_GATEWAY
+
+        h._connected.clear()
+        await h.start()  # the supervisor restarts the same adapter object
+        await h.fake.user_says("second life", channel=DM_ALICE)
+        [ev] = await h.wait_emitted(1)
+        assert ev.text == "second life"
+        assert len(h.fake.gateway.identifies) == 2
+
+
+async def test_stop_event_ends_start(tmp_path: Path) -> None:
+    async with DiscordHarness(tmp_path) as h:
+        await h.start()
+        h.context().stop_event.set()
+        assert h._task is not None
+        await asyncio.wait_for(h._task, 10)
+        res = await h.adapter.send(OutboundMessage(chat_id=str(DM_ALICE), text="late"))
+        assert not res.ok  # no client any more: a clean failure, not an exception
+
+
+def test_apply_endpoints_sets_and_restores() -> None:
+    restore = apply_endpoints("http://127.0.0.1:1234/api/v10/", "ws://127.0.0.1:1234/gateway")
+    try:
+        assert Route.BASE == "http://127.0.0.1:1234/api/v10"
+        assert Route("GET", "/users/@me").url == "http://127.0.0.1:1234/api/v10/users/@me"
+        assert DiscordWebSocket.DEFAULT_GATEWAY == yarl.URL("ws://127.0.0.1:1234/gateway")
+    finally:
+        restore()
+    restore()  # idempotent
+    assert Route.BASE == ORIGINAL_BASE
+    assert DiscordWebSocket.DEFAULT_GATEWAY == ORIGINAL_GATEWAY
+
+
+def test_apply_endpoints_without_gateway_keeps_the_default() -> None:
+    restore = apply_endpoints("http://127.0.0.1:1/api/v10", None)
+    assert DiscordWebSocket.DEFAULT_GATEWAY == ORIGINAL_GATEWAY
+    restore()
+    with pytest.raises(ValueError):
+        apply_endpoints("http://x/api", "http://not-a-websocket/")
+    assert Route.BASE == ORIGINAL_BASE
+
+
+def test_settings_from_the_config_model_redact_the_token() -> None:
+    model = DiscordPlatform(enabled=True, token="s3cr3t-token",
+                            api_base_url="http://127.0.0.1:5/api/v10/",
+                            gateway_url="ws://127.0.0.1:5/gateway")
+    settings = DiscordSettings.from_any(model)
+    assert settings.token == "s3cr3t-token"
+    assert settings.api_base_url == "http://127.0.0.1:5/api/v10"
+    assert settings.gateway_url == "ws://127.0.0.1:5/gateway"
+    assert "s3cr3t" not in repr(settings) and "s3cr3t" not in str(settings)
+    defaults = DiscordSettings.from_any(None)
+    assert defaults.api_base_url == "https://discord.com/api/v10"
+    assert defaults.reidentify_delay_s == 5.0  # Discord's IDENTIFY limit, kept in production
+    assert defaults.max_ratelimit_wait_s == 30.0
+    adapter = create("discord", model)
+    assert adapter.capabilities.max_length == 2000
+    assert adapter.capabilities.dialect == "discord"
+    assert adapter.capabilities.liveness_window_s > 41.25  # above the heartbeat interval
+    assert adapter.format_hint
+
+
+def test_overlapping_overrides_restore_the_originals_last() -> None:
+    """A restarted adapter may apply its endpoints before the old run's cleanup restores."""
+    old = apply_endpoints("http://127.0.0.1:1/api/v10", "ws://127.0.0.1:1/gateway")
+    new = apply_endpoints("http://127.0.0.1:2/api/v10", "ws://127.0.0.1:2/gateway")
+    old()
+    assert Route.BASE == "http://127.0.0.1:2/api/v10"  # the live client keeps its endpoints
+    assert DiscordWebSocket.DEFAULT_GATEWAY == yarl.URL("ws://127.0.0.1:2/gateway")
+    new()
+    assert Route.BASE == ORIGINAL_BASE
+    assert DiscordWebSocket.DEFAULT_GATEWAY == ORIGINAL_GATEWAY
+
+
+async def test_invalidated_session_identifies_again(tmp_path: Path) -> None:
+    async with DiscordHarness(tmp_path) as h:
+        # the production pause (5 s, Discord's IDENTIFY limit) is shortened for the test
+        h.adapter = create("discord", h.fake.settings(guild_ready_timeout_s=0.05,
+                                                      reidentify_delay_s=0.05))
+        await h.start()
+        await _invalidate_and_recover(h)
+
+
+async def _invalidate_and_recover(discord_h: DiscordHarness) -> None:
+    fake = discord_h.fake
+    await fake.gateway.invalidate()
+    await asyncio.wait_for(fake.gateway.attached.wait(), 20)
+    assert len(fake.gateway.resumes) == 1  # tried to resume, got INVALID_SESSION
+    assert len(fake.gateway.identifies) == 2
+    await fake.user_says("new session", channel=DM_ALICE)
+    [ev] = await discord_h.wait_emitted(1)
+    assert ev.text == "new session"
+
+
+async def test_messages_posted_while_down_are_caught_up_after_restart(tmp_path: Path) -> None:
+    async with DiscordHarness(tmp_path) as h:
+        await h.start()
+        await h.fake.user_says("thread before", channel=THREAD, mention_bot=True)
+        await h.fake.user_says("dm before", channel=DM_ALICE)
+        await h.wait_emitted(2)
+        await h.adapter.stop()
+        assert h._task is not None
+        await asyncio.wait_for(h._task, 10)
+        assert "seen_channels" in h.context().cursors.values  # type: ignore[attr-defined]
+
+        # no session is live: Discord will not replay these to a new IDENTIFY
+        await h.fake.user_says("thread while down", channel=THREAD, mention_bot=True)
+        await h.fake.user_says("dm while down", channel=DM_ALICE)
+        h._connected.clear()
+        await h.start()
+        events = await h.wait_emitted(4)
+        late = {e.text: e for e in events[2:]}
+        assert set(late) == {"thread while down", "dm while down"}
+        assert late["thread while down"].thread_id == str(THREAD)
+        assert late["thread while down"].chat_id == str(GENERAL)
+        assert late["thread while down"].mentions_bot
+        assert late["dm while down"].chat_id == str(DM_ALICE)
+        assert h.emit_calls == 4  # the cursor kept the already-emitted ones out
+        histories = [p for m, p in h.fake.requests if m == "GET" and p.endswith("/messages")]
+        assert sorted(histories) == sorted({f"/api/v10/channels/{c}/messages"
+                                            for c in (THREAD, DM_ALICE)})
+
+
+async def test_message_content_intent_off_in_the_portal_is_fatal(tmp_path: Path) -> None:
+    async with DiscordHarness(tmp_path) as h:
+        h.fake.gateway.message_content_enabled = False
+        with pytest.raises(AdapterAuthError, match="developer portal"):
+            await h.start()
