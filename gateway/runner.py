@@ -157,7 +157,8 @@ class GatewayRunner:
         self._build_adapters()
         self._build_services()
         await self._start_adapters()
-        await self._start_health()
+        await self._start_health()  # probes answer (503) while adapters are still connecting
+        await self._await_adapters()
         await self._recover()
         self.notifier.ready(f"{len(self.adapters)} adapter(s) connected")
         if self.notifier.watchdog_interval():
@@ -307,12 +308,16 @@ class GatewayRunner:
         self.supervisor = AdapterSupervisor(
             self.adapters, emit=self.inbound.emit, cache_dir=self.paths.cache,
             cursors_for=lambda name: _StoreCursors(self.store, name), metrics=self.metrics,
+            max_attachment_bytes=int(self.config.gateway.media.max_inbound_mb * 1024 * 1024),
             settings=SupervisorSettings(
                 connect_timeout_s=self.config.gateway.adapter_connect_timeout_s),
         )
         self.delivery.on_outbound = self.supervisor.note_outbound
         self._cleanup.append(("adapters", self.supervisor.stop))
         await self.supervisor.start()
+
+    async def _await_adapters(self) -> None:
+        assert self.supervisor is not None
         await self.supervisor.wait_started(self.config.gateway.adapter_connect_timeout_s + 1)
         if self.adapters and self.supervisor.all_fatal():
             raise ConfigurationError("every enabled adapter failed fatally at start "

@@ -171,6 +171,7 @@ class AdapterSupervisor:
         emit: Callable[[MessageEvent], Awaitable[bool]],
         cache_dir: Path,
         cursors_for: Callable[[str], CursorStore] | None = None,
+        max_attachment_bytes: int = 25 * 1024 * 1024,
         metrics: GatewayMetrics | None = None,
         settings: SupervisorSettings | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -181,6 +182,7 @@ class AdapterSupervisor:
         self._slots = {name: _Slot(name, adapter) for name, adapter in adapters.items()}
         self._emit = emit
         self._cache_dir = cache_dir
+        self._max_attachment_bytes = max_attachment_bytes
         self._cursors_for = cursors_for or (lambda _name: MemoryCursorStore())
         self._metrics = metrics
         self.settings = settings or SupervisorSettings()
@@ -348,6 +350,7 @@ class AdapterSupervisor:
             cache_dir=self._cache_dir,
             logger=log.bind(adapter=slot.name),
             connected=connected,
+            max_attachment_bytes=self._max_attachment_bytes,
         )
 
     async def _supervise(self, slot: _Slot) -> None:
