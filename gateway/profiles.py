@@ -289,8 +289,8 @@ def list_profiles(*, active_home: Path | None = None) -> list[ProfileInfo]:
 
 
 def delete_profile(name: str, *, stop_timeout: float = 45.0) -> Path:
-    """Delete profile `name`: stop its running gateway, reset the sticky profile if it pointed
-    here, then remove the directory. Returns the removed home.
+    """Delete profile `name`: stop and uninstall its service, stop its running gateway, reset
+    the sticky profile if it pointed here, then remove the directory. Returns the removed home.
 
     Raises `ProfileError` for `default` or a missing profile, or when the running gateway did
     not stop within `stop_timeout` seconds (nothing is deleted then).
@@ -303,6 +303,13 @@ def delete_profile(name: str, *, stop_timeout: float = 45.0) -> Path:
     home = profile_home(name)
     if not home.is_dir():
         raise ProfileNotFound(f"profile {name!r} does not exist")
+    # gateway.service imports this module: import it here, at use.
+    from gateway.service import ServiceError, uninstall_service_for
+
+    try:
+        uninstall_service_for(home)  # stops and removes its systemd/launchd service first
+    except ServiceError as exc:
+        raise ProfileError(str(exc)) from exc
     if not stop_running(home, timeout=stop_timeout):
         raise ProfileError(
             f"the gateway of profile {name!r} did not stop within {stop_timeout:.0f}s; "

@@ -136,16 +136,19 @@ class GatewayRunner:
     async def run(self) -> int:
         """Start, serve until a stop is requested, drain, tear down. Returns the exit code."""
         try:
-            await self.start()
-        except ConfigurationError as exc:
-            log.error("configuration_error", error=str(exc))
+            try:
+                await self.start()
+            except ConfigurationError as exc:
+                log.error("configuration_error", error=str(exc))
+                return EXIT_CONFIG
+            self._install_signals()
+            await self._stop.wait()
+            self.notifier.stopping("draining")
+            return self._exit_code
+        finally:
+            # Also after an unexpected error: open storage threads would keep the process
+            # from exiting.
             await self.shutdown()
-            return EXIT_CONFIG
-        self._install_signals()
-        await self._stop.wait()
-        self.notifier.stopping("draining")
-        await self.shutdown()
-        return self._exit_code
 
     async def start(self) -> None:
         detect_ca_bundle()

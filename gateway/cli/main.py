@@ -56,6 +56,9 @@ def _attach() -> None:
 
     app.add_typer(profile_cmd.app, name="profile")
     app.add_typer(config_cmd.app, name="config")
+    from gateway.cli import service_cmd
+
+    service_cmd.register(gateway_cmd.app)
     app.add_typer(gateway_cmd.app, name="gateway")
     app.add_typer(pairing_cmd.app, name="pairing")
     from gateway.cli.demo_cmd import demo
