@@ -23,7 +23,8 @@ history again costs only the messages that are new or whose size changed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
-from typing import Any
+from functools import lru_cache
+from typing import Any, TypeGuard
 
 __all__ = [
     "ESTIMATOR",
@@ -42,6 +43,7 @@ MESSAGE_OVERHEAD = 4
 TOOL_CALL_OVERHEAD = 8
 
 _SAMPLE = 2048
+_SHORT = 64
 _HALF = _SAMPLE // 2
 _DENSE_CPT = 3.0
 _PROSE_CPT = 4.2
@@ -70,6 +72,32 @@ def estimate_text(text: str) -> int:
     n = len(text)
     if n == 0:
         return 0
+    if n <= _SHORT:
+        return _estimate_short(text)
+    if n > _SAMPLE:
+        sample = text[:_HALF] + text[-_HALF:]
+        scale = n / _SAMPLE
+    else:
+        sample = text
+        scale = 1.0
+    if sample.isascii():  # the common case, inlined
+        m = len(sample)
+        raw = sample.encode("ascii")
+        spaces = m - len(raw.translate(None, b" \n"))
+        punct = m - len(raw.translate(None, _PUNCT))
+        ratio = min(spaces / m, _PROSE_SPACE_RATIO) / _PROSE_SPACE_RATIO
+        cpt = _DENSE_CPT + (_PROSE_CPT - _DENSE_CPT) * ratio
+        return max(1, round(((m - punct) / cpt + punct * _PUNCT_TOKENS) * scale))
+    return _estimate(text, n)
+
+
+@lru_cache(maxsize=4096)
+def _estimate_short(text: str) -> int:
+    """Short strings repeat (tool names, arguments, acknowledgements): memoized."""
+    return _estimate(text, len(text))
+
+
+def _estimate(text: str, n: int) -> int:
     if n > _SAMPLE:
         sample = text[:_HALF] + text[-_HALF:]
         scale = n / _SAMPLE
@@ -92,7 +120,7 @@ def _content_tokens(content: Any) -> int:
     if isinstance(content, list):
         tokens = 0
         for part in content:
-            if isinstance(part, Mapping):
+            if _is_mapping(part):
                 kind = part.get("type")
                 if kind == "text":
                     tokens += estimate_text(str(part.get("text") or ""))
@@ -128,9 +156,13 @@ def _content_signature(content: Any) -> int:
     return len(str(content))
 
 
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _call_parts(call: Any) -> tuple[str, str]:
-    fn = call.get("function") if isinstance(call, Mapping) else None
-    if isinstance(fn, Mapping):
+    fn = call.get("function") if _is_mapping(call) else None
+    if _is_mapping(fn):
         args = fn.get("arguments")
         return str(fn.get("name") or ""), args if isinstance(args, str) else str(args or "")
     return "", str(call)
@@ -182,13 +214,29 @@ def estimate_message(msg: Mapping[str, Any], *, cache: bool = True) -> int:
     """
     if not cache:
         return _tokens(msg)
+    get = msg.get
+    content = get("content")
+    if (
+        type(content) is str
+        and not get("tool_calls")
+        and get("reasoning") is None
+        and get("reasoning_content") is None
+    ):  # the common case, inlined: same signature and count as the general path
+        cached = get(TOKEN_CACHE_KEY)
+        n = len(content)
+        if type(cached) is tuple and len(cached) == 3 and cached[0] == n and cached[2] == ESTIMATOR:
+            return cached[1]  # type: ignore[no-any-return]
+        tokens = MESSAGE_OVERHEAD + estimate_text(content)
+        if type(msg) is dict or isinstance(msg, MutableMapping):
+            msg[TOKEN_CACHE_KEY] = (n, tokens, ESTIMATOR)  # type: ignore[index]
+        return tokens
     sig = _signature(msg)
     cached = msg.get(TOKEN_CACHE_KEY)
     if type(cached) is tuple and len(cached) == 3 and cached[0] == sig and cached[2] == ESTIMATOR:
         return cached[1]
     tokens = _tokens(msg)
-    if isinstance(msg, MutableMapping):
-        msg[TOKEN_CACHE_KEY] = (sig, tokens, ESTIMATOR)
+    if type(msg) is dict or isinstance(msg, MutableMapping):
+        msg[TOKEN_CACHE_KEY] = (sig, tokens, ESTIMATOR)  # type: ignore[index]
     return tokens
 
 

@@ -3,8 +3,9 @@
 Built from the tool name, the call's arguments and the output, e.g.
 ``[terminal] ran `npm test` -> exit 0, 47 lines output`` or
 ``[read_file] read config.py from line 1 (3,400 chars)``. Only the first and last 600 characters
-of an output are scanned (exit codes, counts, the last line), so the cost does not grow with
-the output size beyond one line count.
+of an output are scanned (exit codes, counts, the last line); lines are counted exactly up to
+4 KiB and extrapolated from the first and last 512 characters beyond ("~1,200 lines"), so the cost
+does not grow with the output size.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from agent_core.compression.redact import redact
 __all__ = ["describe_tool_result", "parse_arguments"]
 
 _EDGE = 600
+_EXACT_LINES_CHARS = 4_096
+_COUNT_EDGE = 512
 _EXIT_RE = re.compile(
     r"(?:exit[_ ]?code|returncode|exit status|exited with(?: code)?)[\"']?\s*[:=]?\s*(-?\d+)"
 )
@@ -76,15 +79,26 @@ def _first(args: dict[str, Any], *keys: str) -> Any:
     return None
 
 
+def _line_count(content: str) -> str:
+    """Exact up to `_EXACT_LINES_CHARS`; beyond, extrapolated from the edges ("~N")."""
+    if not content or content.isspace():
+        return "0"
+    if len(content) <= _EXACT_LINES_CHARS:
+        return str(content.count("\n") + 1)
+    sample = 2 * _COUNT_EDGE
+    newlines = content.count("\n", 0, _COUNT_EDGE) + content.count("\n", len(content) - _COUNT_EDGE)
+    return f"~{round(newlines * len(content) / sample) + 1:,}"
+
+
 def _describe(name: str, args: dict[str, Any], content: str) -> str:
     chars = len(content)
-    lines = content.count("\n") + 1 if content.strip() else 0
     base = name.lower()
     if base in _SHELL:
         cmd = _clip(_first(args, "command", "cmd", "script") or "?", 80)
         code = _exit_code(_edges(content).lower())
+        lines = _line_count(content)
         text = f"[{name}] ran `{cmd}` -> exit {code}, {lines} lines output"
-        if code not in ("0", "?") and lines:
+        if code not in ("0", "?") and lines != "0":
             text += f"; last line: {_clip(_last_line(content), 100)}"
         return text
     path = _first(args, "path", "file_path", "filename", "file", "target")
@@ -98,7 +112,7 @@ def _describe(name: str, args: dict[str, Any], content: str) -> str:
     if base in _SEARCH:
         pattern = _clip(_first(args, "pattern", "query", "regex", "glob") or "?", 60)
         match = _COUNT_RE.search(_edges(content).lower())
-        found = match.group(1) if match else str(lines)
+        found = match.group(1) if match else _line_count(content)
         return f"[{name}] search for '{pattern}' in {path or '.'} -> {found} matches"
     if base in _EDIT:
         mode = _first(args, "mode", "action") or "replace"

@@ -25,11 +25,12 @@ from agent_core.compression.render import RenderedMiddle, render_middle
 from agent_core.compression.summarize import prompt_overhead_tokens
 from agent_core.compression.thresholds import summary_budget
 from agent_core.compression.types import CompressionSettings
-from agent_core.tokens import estimate_messages, estimate_text
+from agent_core.tokens import estimate_message, estimate_messages, estimate_text
 
 __all__ = ["Plan", "build_fallback", "finish", "plan"]
 
 _MIN_CHUNK_TOKENS = 512
+_FLOOR_PER_TURN = 48  # header + a one-line gist: what every turn should get when room allows
 _MIN_TAIL_AND_MIDDLE = 4
 
 
@@ -109,8 +110,9 @@ def plan(
         p.noop_reason = "nothing to compress: no middle between the protected head and tail"
         return p
     middle = work[layout.head_end : layout.cut]
-    summaries = [m for m in middle if is_summary(m)]
-    p.turns = [m for m in middle if not is_summary(m)]
+    summaries: list[Message] = []
+    for m in middle:
+        (summaries if is_summary(m) else p.turns).append(m)
     if not p.turns:
         p.noop_reason = "nothing to compress: the middle holds only the previous summary"
         return p
@@ -119,7 +121,8 @@ def plan(
         p.previous = "\n\n".join(b for b in (summary_body(m) for m in summaries) if b) or None
     p.pruned, p.truncated = prune_before(work, layout.head_end, index=p.index)
     p.pressure_trimmed = pressure_pass(work, layout.cut, tail_budget_tokens, p.index)
-    p.middle_tokens = estimate_messages(p.turns)
+    turn_tokens = [estimate_message(m) for m in p.turns]
+    p.middle_tokens = sum(turn_tokens)
     prev_tokens = estimate_text(p.previous) if p.previous else 0
     p.budget = summary_budget(
         p.middle_tokens + prev_tokens,
@@ -128,12 +131,14 @@ def plan(
         cap=settings.max_summary_tokens,
     )
     _size_chunks(p, settings, focus, memory_context, today)
+    wanted = max(p.budget * settings.summarizer_input_ratio, len(p.turns) * _FLOOR_PER_TURN)
     p.rendered = render_middle(
         p.turns,
         p.index,
         chunk_tokens=p.chunk_tokens,
         max_chunks=settings.max_summarizer_calls,
-        max_total_tokens=int(p.budget * settings.summarizer_input_ratio),
+        max_total_tokens=int(wanted),
+        tokens=turn_tokens,
     )
     overhead_chars = 4 * prompt_overhead_tokens(
         budget=p.budget, focus=focus, memory_context=memory_context, today=today
@@ -151,7 +156,7 @@ def _size_chunks(
     today: date | None,
 ) -> None:
     """Split the auxiliary window: output budget, fixed prompt text, previous summary, turns,
-    and a 5 % safety margin."""
+    and a 5 % safety margin; turns get at most `summarizer_chunk_tokens` per call."""
     aux = max(2_048, settings.aux_context_length)
     overhead = prompt_overhead_tokens(
         budget=p.budget, focus=focus, memory_context=memory_context, today=today
@@ -163,7 +168,7 @@ def _size_chunks(
         prev_room = max(256, (aux - p.budget - overhead - margin) // 3)
         chunk = aux - p.budget - overhead - prev_room - margin
     p.previous_tokens = prev_room
-    p.chunk_tokens = max(256, chunk)
+    p.chunk_tokens = max(256, min(chunk, max(256, settings.summarizer_chunk_tokens)))
 
 
 def build_fallback(p: Plan, *, reason: str) -> str:

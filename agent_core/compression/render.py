@@ -1,13 +1,15 @@
 """Turn the middle of a history into bounded, redacted summarizer input.
 
 Budgeting happens on cached token estimates before any text is copied: each message asks for
-at most a role cap (user 1,500 tokens, assistant 1,000, tool result 400 = its one-line
-description plus an excerpt), and when the total asked exceeds `chunk_tokens × max_chunks`
-a common per-message cap is lowered (water filling) down to 48 tokens. If even that does not
+at most a role cap (user 600 tokens, assistant 300, tool result 150 = its one-line
+description plus a short excerpt; long texts keep their head and tail), and when the total
+asked exceeds the input budget (`max_total_tokens`, at most `chunk_tokens × max_chunks`) a
+common per-message cap is lowered (water filling) down to 48 tokens. If even that does not
 fit, the oldest messages are left out and counted in one line. Only the text that will be sent
-is sliced and redacted, so the cost is bounded by the prompt size, not by the history size.
-Excerpts are cut at whitespace so that a credential is never split into an unrecognisable
-half. The rendered entries are packed into at most `max_chunks` chunks of `chunk_tokens`.
+is sliced and redacted (one pass per chunk), so the cost is bounded by the prompt size, not by
+the history size. Excerpts are cut at whitespace so that a credential is never split into an
+unrecognisable half. The rendered entries are packed into at most `max_chunks` chunks of
+`chunk_tokens`; skill markers are looked for in place (message edges), without copies.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from agent_core.tokens import estimate_message, estimate_text
 
 __all__ = ["RenderedMiddle", "clip_to_tokens", "find_skill_markers", "render_middle"]
 
-_ROLE_CAPS = {"user": 1500, "assistant": 1000, "tool": 400}
-_DEFAULT_CAP = 1000
+_ROLE_CAPS = {"user": 600, "assistant": 300, "tool": 150}
+_DEFAULT_CAP = 300
 _MIN_CAP = 48
 _HEADER_TOKENS = 12
-_ARGS_CHARS = 300
+_ARGS_CHARS = 160
 _MAX_CALLS = 8
 _MARKER_EDGE = 2048
 _SNAP = 200
@@ -55,12 +57,32 @@ def find_skill_markers(texts: Sequence[str]) -> list[str]:
     return list(seen)
 
 
+def _scope_markers(msgs: Sequence[Message]) -> list[str]:
+    """Skill markers of `msgs`: anywhere in a short message, in the first and last
+    `_MARKER_EDGE` characters of a long one (searched in place, nothing is copied)."""
+    seen: dict[str, None] = {}
+    for msg in msgs:
+        content = msg.get("content")
+        text = content if isinstance(content, str) else text_of(content)
+        n = len(text)
+        ranges: tuple[tuple[int, int], ...]
+        if n <= 2 * _MARKER_EDGE:
+            ranges = ((0, n),)
+        else:
+            ranges = ((0, _MARKER_EDGE), (n - _MARKER_EDGE, n))
+        for lo, hi in ranges:
+            if text.find("[SKILL_PRUNED", lo, hi) < 0:
+                continue
+            for match in _SKILL_RE.finditer(text, lo, hi):
+                seen.setdefault(match.group(), None)
+    return list(seen)
+
+
 def _snap_left(text: str, pos: int) -> int:
     if pos <= 0 or pos >= len(text):
         return max(0, min(pos, len(text)))
-    ws = text.rfind(" ", max(0, pos - _SNAP), pos)
-    nl = text.rfind("\n", max(0, pos - _SNAP), pos)
-    cut = max(ws, nl)
+    lo = pos - _SNAP if pos > _SNAP else 0
+    cut = max(text.rfind(" ", lo, pos), text.rfind("\n", lo, pos))
     return cut if cut > 0 else pos
 
 
@@ -69,8 +91,9 @@ def _snap_right(text: str, pos: int) -> int:
         return max(0, min(pos, len(text)))
     ws = text.find(" ", pos, pos + _SNAP)
     nl = text.find("\n", pos, pos + _SNAP)
-    found = [p for p in (ws, nl) if p >= 0]
-    return min(found) + 1 if found else pos
+    if ws < 0:
+        return nl + 1 if nl >= 0 else pos
+    return (ws if nl < 0 or ws < nl else nl) + 1
 
 
 def _excerpt(text: str, chars: int) -> str:
@@ -82,7 +105,7 @@ def _excerpt(text: str, chars: int) -> str:
     head = _snap_left(text, int(chars * 0.6))
     tail = _snap_right(text, len(text) - int(chars * 0.4))
     omitted = max(0, tail - head)
-    return f"{text[:head]}\n…[{omitted:,} chars omitted]…\n{text[tail:]}"
+    return f"{text[:head]}\n...[{omitted:,} chars omitted]...\n{text[tail:]}"
 
 
 def clip_to_tokens(text: str, tokens: int) -> str:
@@ -108,11 +131,11 @@ def _water_level(asks: list[int], total: int) -> int:
 
 
 def _render_one(
-    msg: Message, number: int, budget: int, index: dict[str, tuple[str, str]]
+    msg: Message, number: int, budget: int, tokens: int, index: dict[str, tuple[str, str]]
 ) -> str:
     role = role_of(msg)
     text = text_of(msg.get("content"))
-    tokens = max(1, estimate_message(msg))
+    tokens = max(1, tokens)
     chars_per_token = max(1.0, (len(text) + 1) / tokens)
     room = int((budget - _HEADER_TOKENS) * chars_per_token)
     if role == "tool":
@@ -162,20 +185,23 @@ def render_middle(
     chunk_tokens: int,
     max_chunks: int,
     max_total_tokens: int | None = None,
+    tokens: Sequence[int] | None = None,
 ) -> RenderedMiddle:
     """Render `turns` (oldest first) into at most `max_chunks` chunks of `chunk_tokens`, and
-    at most `max_total_tokens` overall. Must not raise."""
+    at most `max_total_tokens` overall; `tokens` are the turns' estimates when the caller has
+    them. Must not raise."""
     chunk_tokens = max(256, chunk_tokens)
     max_chunks = max(1, max_chunks)
     per_msg_cap = max(_MIN_CAP, chunk_tokens // 4)
+    if tokens is None:
+        tokens = [estimate_message(m) for m in turns]
     asks = [
-        min(estimate_message(m), _ROLE_CAPS.get(role_of(m), _DEFAULT_CAP), per_msg_cap)
-        + _HEADER_TOKENS
-        for m in turns
+        min(t, _ROLE_CAPS.get(role_of(m), _DEFAULT_CAP), per_msg_cap) + _HEADER_TOKENS
+        for m, t in zip(turns, tokens, strict=True)
     ]
     total = int(chunk_tokens * max_chunks * _PACK_SLACK)
     if max_total_tokens is not None:
-        total = max(min(total, max_total_tokens), min(total, chunk_tokens))
+        total = max(_MIN_CAP * 4, min(total, max_total_tokens))
     first = 0
     floor_cost = [a if a < _MIN_CAP else _MIN_CAP for a in asks]
     if sum(floor_cost) > total:
@@ -191,7 +217,7 @@ def render_middle(
         entries.append((line, estimate_text(line)))
     for i in range(first, len(turns)):
         budget = min(asks[i], level)
-        text = _render_one(turns[i], i + 1, budget, index)
+        text = _render_one(turns[i], i + 1, budget, tokens[i], index)
         entries.append((text, budget + len(text) // 200))
     chunks: list[str] = []
     current: list[str] = []
@@ -212,13 +238,5 @@ def render_middle(
         omitted=first,
         rendered=len(turns) - first,
         chars=sum(len(c) for c in chunks),
-        skill_markers=find_skill_markers([_marker_scope(m) for m in turns]),
+        skill_markers=_scope_markers(turns),
     )
-
-
-def _marker_scope(msg: Message) -> str:
-    """Where a `[SKILL_PRUNED: …]` marker can be: a short message, or the edges of a long one."""
-    text = text_of(msg.get("content"))
-    if len(text) <= 2 * _MARKER_EDGE:
-        return text
-    return text[:_MARKER_EDGE] + "\n" + text[-_MARKER_EDGE:]

@@ -72,9 +72,11 @@ class CompressionSettings:
     """Configuration of the default engine (`compression.*` in config.yaml).
 
     `deterministic_fallback` enables the no-LLM fallback marker when the summarizer fails;
-    `aux_context_length` is the auxiliary model's window, which every summarizer prompt fits;
-    the material sent over all calls is at most `summarizer_input_ratio` × the summary budget
-    (and at most `max_summarizer_calls` windows).
+    `aux_context_length` is the auxiliary model's window, which every summarizer prompt fits.
+    Summarizer input is sized to what the summary needs, not to the window: about
+    `summarizer_input_ratio` × the summary budget in total (more only so that every turn is
+    shown by at least its header and one line), at most `summarizer_chunk_tokens` per call
+    (less when the auxiliary window is smaller) and at most `max_summarizer_calls` calls.
     """
 
     threshold_percent: float = 0.50
@@ -88,7 +90,8 @@ class CompressionSettings:
     max_summary_tokens: int = 12_000
     aux_context_length: int = 64_000
     max_summarizer_calls: int = 3
-    summarizer_input_ratio: float = 6.0
+    summarizer_input_ratio: float = 1.25
+    summarizer_chunk_tokens: int = 16_000
     feasibility_skip_fraction: float = 0.05
 
     @classmethod

@@ -39,12 +39,12 @@ async def server() -> AsyncIterator[FakeOpenAIServer]:
         yield s
 
 
-def make_engine(server: FakeOpenAIServer) -> ContextCompressor:
+def make_engine(server: FakeOpenAIServer, **settings: Any) -> ContextCompressor:
     client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
     return ContextCompressor(
         OpenAISummarizer(client, "aux-model"),
         context_length=32_000,
-        settings=CompressionSettings(aux_context_length=16_000),
+        settings=CompressionSettings(aux_context_length=16_000, **settings),
         clock=lambda: FIXED_NOW,
     )
 
@@ -56,9 +56,10 @@ async def test_compression_through_fake_openai_server(server: FakeOpenAIServer):
     )
     msgs = conversation(40, 3000)
     msgs[5] = {**msgs[5], "content": "my token: ghp_abcdefghijklmnopqrstuvwxyz0123456789"}
-    r = await make_engine(server).compress(msgs)
+    r = await make_engine(server, summarizer_chunk_tokens=4_000).compress(msgs)
     assert r.status == "compressed" and roles_alternate(r.messages)
-    # the middle is bigger than one 16K auxiliary window: two staged calls
+    # the material (every one of ~150 turns at least as a one-liner) exceeds one call's
+    # 4,000-token share: two staged calls
     assert len(server.requests) == 2 == r.summarizer_calls
     first, second = (req.body for req in server.requests)
     assert first["model"] == "aux-model" and first["max_tokens"] == r.details["summary_budget"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from agent_core.compression import CompressionSettings, ContextCompressor
 from agent_core.tokens import estimate_text
 from tests.compression.compression_support import (
@@ -66,3 +68,46 @@ async def test_compression_small_main_and_aux_windows_work():
     for request, max_tokens in zip(summ.requests, summ.max_tokens, strict=True):
         assert sum(estimate_text(m["content"]) + 4 for m in request) + max_tokens <= 8_000
     assert r.tokens_after < eng.threshold_tokens
+
+
+async def test_compression_prompt_bounded_per_message_and_sized_to_the_summary():
+    summ = FakeSummarizer()
+    eng = ContextCompressor(
+        summ, context_length=200_000, settings=CompressionSettings(), clock=lambda: FIXED_NOW
+    )
+    msgs = huge_history(200, 12)
+    assert msgs[41]["role"] == "user" and msgs[43]["role"] == "tool"
+    msgs[41] = {"role": "user", "content": "START of a long paste " + "z " * 100_000 + " END"}
+    msgs[43] = {**msgs[43], "content": "first line\n" + "log data\n" * 100_000 + "last line"}
+    r = await eng.compress(msgs)
+    assert r.status == "compressed" and len(summ.requests) == 1
+    prompt = summ.last_prompt
+    turns = r.summarized_messages
+    assert all(f" #{i}]" in prompt for i in range(1, turns + 1))  # every turn is shown
+    # the long paste keeps its head and tail; the big tool output is a one-liner + excerpt
+    assert "START of a long paste" in prompt and "END" in prompt
+    assert "chars omitted]" in prompt
+    lines = re.search(r"\[terminal\] ran `job 10` -> exit \?, ~([\d,]+) lines output", prompt)
+    assert lines is not None and abs(int(lines.group(1).replace(",", "")) - 100_001) < 5_000
+    material = estimate_text(prompt.split("TURNS TO SUMMARIZE:\n", 1)[1].split("\n\nWrite the")[0])
+    budget = r.details["summary_budget"]
+    assert material <= budget * CompressionSettings().summarizer_input_ratio * 1.1
+    assert r.summarizer_prompt_chars < 80_000
+
+
+async def test_compression_big_middle_is_staged_in_bounded_calls():
+    summ = FakeSummarizer()
+    eng = ContextCompressor(
+        summ,
+        context_length=200_000,
+        settings=CompressionSettings(summarizer_chunk_tokens=3_000, max_summarizer_calls=3),
+        clock=lambda: FIXED_NOW,
+    )
+    r = await eng.compress(huge_history(400, 4))
+    assert r.status == "compressed"
+    assert len(summ.requests) == 3 == r.summarizer_calls
+    assert "PREVIOUS SUMMARY" in summ.requests[1][-1]["content"]
+    assert "stage 1" in summ.requests[1][-1]["content"]
+    for request in summ.requests:
+        turns_part = request[-1]["content"].split("TURNS TO", 1)[1].split("\n\nWrite the")[0]
+        assert estimate_text(turns_part) <= 3_000 * 1.1
