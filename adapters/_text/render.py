@@ -65,17 +65,19 @@ def _source_budget(
     md: str, fmt: Callable[[str], str], limit: int, measure: Measure
 ) -> tuple[int, int]:
     """(source budget, expected part count). The budget is chosen so converted parts usually
-    fit at once: the first part's growth ratio (plus a margin) is applied to the whole split,
-    saving a second conversion pass."""
-    chunks = split_chunks(md, limit=limit, measure=measure)
-    if not chunks:
+    fit at once: the growth ratio of a first part (plus a margin) is applied to the whole
+    split, saving a second conversion pass. Only a sample from the head of `md` (half a
+    part) is split and converted here."""
+    head = split_chunks(md[: limit + 64], limit=max(MIN_LIMIT, limit // 2), measure=measure)
+    total = text_length(md, measure)
+    if not head:
         return limit, 0
-    src_width = text_length(chunks[0], measure)
-    width = text_length(fmt(chunks[0]).strip("\n"), measure)
-    if width <= limit or src_width <= 0:
-        return limit, len(chunks)
+    src_width = text_length(head[0], measure)
+    width = text_length(fmt(head[0]).strip("\n"), measure)
+    if width <= src_width or src_width <= 0:  # converting does not make it longer
+        return limit, math.ceil(total / limit)
     budget = max(MIN_LIMIT, int(limit * src_width / width * 0.95))
-    return budget, math.ceil(len(chunks) * limit / budget)
+    return budget, math.ceil(total / max(1, budget))
 
 
 def render_parts(
@@ -109,18 +111,20 @@ def render_parts(
         if text_length(whole, measure) <= limit:
             return [whole]
     escape = _MARKER_ESCAPE.get(dialect, str)
-    guess = 0
+
+    def reserve(total: int) -> int:
+        if not number_parts:
+            return 0
+        return text_length("\n" + escape(part_marker(total, total)), measure)
+
+    # One estimate of the source budget serves every pass (it is a ratio, not a promise:
+    # `_fit` re-splits any part that still comes out too long).
+    src_budget, guess = _source_budget(md, fmt, limit - reserve(10), measure)
+    guess = max(2, guess)
     while True:
-        reserve = 0
-        if number_parts:
-            width = max(2, guess)
-            reserve = text_length("\n" + escape(part_marker(width, width)), measure)
-        src_budget, expected = _source_budget(md, fmt, limit - reserve, measure)
-        if guess == 0 and len(str(expected)) > 1 and number_parts:
-            guess = expected
-            continue
-        parts = _fit(md, fmt, limit - reserve, src_budget, measure, 0)
-        if not number_parts or len(str(len(parts))) <= len(str(max(2, guess))):
+        room = limit - reserve(guess)
+        parts = _fit(md, fmt, room, min(src_budget, room), measure, 0)
+        if not number_parts or len(str(len(parts))) <= len(str(guess)):
             break
         guess = len(parts)
     if not number_parts or len(parts) <= 1:

@@ -46,12 +46,30 @@ def _is_close(line: str, prefix: str, markup: str) -> bool:
     return len(rest) >= len(markup) and rest == markup[0] * len(rest)
 
 
+def _fence_candidates(text: str) -> list[tuple[str, int, int]]:
+    """(line, start, end) of each line holding ``` or ~~~, in order: only such a line can
+    open or close a fence, and substring search finds them much faster than a line loop."""
+    starts: set[int] = set()
+    for marker in ("```", "~~~"):
+        i = text.find(marker)
+        while i >= 0:
+            starts.add(text.rfind("\n", 0, i) + 1)
+            nl = text.find("\n", i)
+            if nl < 0:
+                break
+            i = text.find(marker, nl)
+    out = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        out.append((text[start:end], start, end))
+    return out
+
+
 def _scan_fences(text: str, limit: int, measure: Measure) -> list[_Fence]:
     fences: list[_Fence] = []
-    pos = 0
     open_at: tuple[int, int, str, str, str] | None = None
-    for line in text.split("\n"):
-        end = pos + len(line)
+    for line, pos, end in _fence_candidates(text):
         if open_at is None:
             m = _FENCE_OPEN.fullmatch(line)
             if m and not (m["markup"][0] == "`" and "`" in m["info"]):
@@ -59,19 +77,19 @@ def _scan_fences(text: str, limit: int, measure: Measure) -> list[_Fence]:
         elif _is_close(line, open_at[2], open_at[3]):
             fences.append(_Fence(open_at[0], open_at[1], pos, end, *open_at[2:]))
             open_at = None
-        pos = end + 1
     if open_at is not None:
         fences.append(_Fence(open_at[0], min(open_at[1], len(text)), len(text) + 1, len(text),
                              *open_at[2:]))
     quarter = limit // 4
     kept: list[_Fence] = []
     for f in fences:
-        if text_length(f.header(), measure) > quarter:
+        head = text_length(f.header(), measure)
+        if head > quarter:
             lang = f.info.split()[0][:20] if f.info.split() else ""
             f = _Fence(f.open_start, f.body_start, f.body_end, f.close_end, f.prefix, f.markup,
                        lang)
-        if text_length(f.header(), measure) <= quarter and text_length(f.footer(),
-                                                                       measure) <= quarter:
+            head = text_length(f.header(), measure)
+        if head <= quarter and text_length(f.footer(), measure) <= quarter:
             kept.append(f)
     return kept
 

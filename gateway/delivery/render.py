@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 
-from adapters._text import render_parts, split_message, truncate_preview
+from adapters._text import Measure, render_parts, split_message, truncate_preview
 from gateway.delivery.stream import Rendered
 from gateway.ports import Capabilities
 
 __all__ = ["preview_text", "render_final", "render_plain"]
 
 _OFFLOAD_CHARS = 8_000
+_HEAD_SLACK = 64
 
 
 def _limit(caps: Capabilities) -> int:
@@ -39,5 +41,16 @@ def render_plain(md: str, caps: Capabilities) -> Rendered:
 
 
 def preview_text(text: str, caps: Capabilities) -> str:
-    """A streaming preview (plain text) cut to the platform's limit."""
-    return truncate_preview(text, _limit(caps), caps.length_measure)
+    """A streaming preview (plain text) cut to the platform's limit. The cost is bounded by
+    the limit, not by the reply's length: only the head that can be shown is looked at (the
+    cut never looks past it), and a head already cut once is answered from a small cache,
+    so an over-long reply that keeps growing costs a slice and a lookup per edit."""
+    limit = _limit(caps)
+    if len(text) > limit + _HEAD_SLACK:  # more code points than fit in any measure
+        return _truncated(text[: limit + _HEAD_SLACK], limit, caps.length_measure)
+    return truncate_preview(text, limit, caps.length_measure)
+
+
+@functools.lru_cache(maxsize=64)
+def _truncated(head: str, limit: int, measure: Measure) -> str:
+    return truncate_preview(head, limit, measure)

@@ -25,6 +25,7 @@ log = structlog.get_logger("gateway.delivery")
 RECOVERED_MARKER = "♻️ Recovered reply (the gateway restarted before it was sent):"
 RECOVERY_MAX_AGE_S = 24 * 3600
 TYPING_REFRESH_S = 4.0
+MAX_RETRIES = 8
 
 
 class OutboxLedger(Protocol):
@@ -89,6 +90,7 @@ class DeliveryService:
         self._clock = clock
         self._retry_tasks: set[asyncio.Task[None]] = set()
         self._unreachable: set[tuple[str, str]] = set()
+        self._typing: dict[ReplyTarget, asyncio.Task[None]] = {}
         self.on_outbound: Callable[[str], None] = lambda _name: None
 
     async def load_unreachable(self) -> None:
@@ -154,7 +156,9 @@ class DeliveryService:
         )
 
     def typing_loop(self, target: ReplyTarget) -> asyncio.Task[None] | None:
-        """Refresh the typing indicator until the returned task is cancelled."""
+        """Refresh the typing indicator until the returned task is cancelled or the final
+        reply to `target` is sent (whichever comes first). Never blocks delivery: typing is
+        cosmetic and skipped whenever the chat's budget is short."""
         adapter = self._adapters.get(target.adapter)
         if adapter is None or not adapter.capabilities.typing:
             return None
@@ -167,7 +171,17 @@ class DeliveryService:
                         await adapter.typing(target.chat_id, target.thread_id)
                 await asyncio.sleep(TYPING_REFRESH_S)
 
-        return asyncio.create_task(loop(), name=f"typing:{target.adapter}:{target.chat_id}")
+        self._stop_typing(target)
+        task = asyncio.create_task(loop(), name=f"typing:{target.adapter}:{target.chat_id}")
+        self._typing[target] = task
+        task.add_done_callback(lambda t: self._typing.pop(target, None)
+                               if self._typing.get(target) is t else None)
+        return task
+
+    def _stop_typing(self, target: ReplyTarget) -> None:
+        task = self._typing.pop(target, None)
+        if task is not None:
+            task.cancel()
 
     # -- finals ------------------------------------------------------------------------------
     async def record_final(self, target: ReplyTarget, text: str, *,
@@ -196,7 +210,27 @@ class DeliveryService:
                          consumer: StreamConsumer | None = None) -> list[str]:
         """Send a recorded final reply and mark it delivered. Returns the platform message ids
         ([] when it could not be sent now: it then stays pending and is retried in the
-        background after a rate limit or transient error)."""
+        background after a rate limit or transient error, replacing the same preview, or
+        marked failed when the chat is unreachable). Stops the turn's typing indicator."""
+        self._stop_typing(final.target)
+        return await self._attempt(final, consumer, 0)
+
+    async def deliver_final(self, target: ReplyTarget, text: str, *, session_id: str | None,
+                            consumer: StreamConsumer | None = None) -> list[str]:
+        """`record_final` then `send_final`."""
+        final = await self.record_final(target, text, session_id=session_id)
+        return await self.send_final(final, consumer)
+
+    def _consumer(self, target: ReplyTarget) -> StreamConsumer:
+        adapter = self._adapters[target.adapter]
+        caps = adapter.capabilities
+        return StreamConsumer(
+            adapter, chat_id=target.chat_id, thread_id=target.thread_id,
+            reply_to=target.reply_to, budget=self._budget(target),
+            preview=lambda t: preview_text(t, caps), settings=self._stream)
+
+    async def _attempt(self, final: PreparedFinal, consumer: StreamConsumer | None,
+                       tries: int) -> list[str]:
         target, outbox_id = final.target, final.outbox_id
         adapter = self._adapters.get(target.adapter)
         if adapter is None:
@@ -205,7 +239,8 @@ class DeliveryService:
         if self.maybe_unreachable(target.adapter, target.chat_id):
             await self._ledger.outbox_mark_failed(outbox_id, "chat unreachable")
             return []
-        ids = await self._send_body(adapter, target, final.body, consumer, outbox_id)
+        consumer = consumer or self._consumer(target)
+        ids = await self._send_body(adapter, final, consumer, tries)
         if ids is None:
             return []
         for att in final.attachments:
@@ -215,27 +250,20 @@ class DeliveryService:
         await self._ledger.outbox_mark_delivered([outbox_id])
         return ids
 
-    async def deliver_final(self, target: ReplyTarget, text: str, *, session_id: str | None,
-                            consumer: StreamConsumer | None = None) -> list[str]:
-        """`record_final` then `send_final`."""
-        final = await self.record_final(target, text, session_id=session_id)
-        return await self.send_final(final, consumer)
-
-    async def _send_body(self, adapter: BasePlatformAdapter, target: ReplyTarget, body: str,
-                         consumer: StreamConsumer | None, outbox_id: int) -> list[str] | None:
+    async def _send_body(self, adapter: BasePlatformAdapter, final: PreparedFinal,
+                         consumer: StreamConsumer, tries: int) -> list[str] | None:
+        target, outbox_id = final.target, final.outbox_id
         caps = adapter.capabilities
-        consumer = consumer or StreamConsumer(
-            adapter, chat_id=target.chat_id, thread_id=target.thread_id,
-            reply_to=target.reply_to, budget=self._budget(target),
-            preview=lambda t: preview_text(t, caps), settings=self._stream)
+        body = final.body
         rendered = await render_final(body, caps)
         try:
             ids = await consumer.finish(rendered, lambda: render_plain(body, caps))
         except Deferred as d:
-            self._retry_later(target, outbox_id, d.until - time.monotonic())
+            await self._ledger.outbox_record_attempt(outbox_id, "deferred by the rate budget")
+            self._retry_later(final, consumer, d.until - time.monotonic(), tries)
             return None
         except DeliveryFailed as f:
-            await self._handle_failure(target, outbox_id, f.result)
+            await self._handle_failure(final, consumer, f.result, tries)
             return None
         except Exception as exc:
             await self._ledger.outbox_record_attempt(outbox_id, type(exc).__name__)
@@ -245,7 +273,9 @@ class DeliveryService:
         await self._ledger.outbox_mark_sent(outbox_id, ids)
         return ids
 
-    async def _handle_failure(self, target: ReplyTarget, outbox_id: int, res: SendResult) -> None:
+    async def _handle_failure(self, final: PreparedFinal, consumer: StreamConsumer,
+                              res: SendResult, tries: int) -> None:
+        target, outbox_id = final.target, final.outbox_id
         kind = res.error_kind
         err = res.error or str(kind)
         if kind in (ErrorKind.FORBIDDEN, ErrorKind.NOT_FOUND):
@@ -253,33 +283,43 @@ class DeliveryService:
             await self._ledger.outbox_mark_failed(outbox_id, err)
         elif kind is ErrorKind.RATE_LIMITED:
             await self._ledger.outbox_record_attempt(outbox_id, err)
-            self._retry_later(target, outbox_id, res.retry_after or 1.0)
-        elif kind in (ErrorKind.TRANSIENT,):
+            self._retry_later(final, consumer, res.retry_after or 1.0, tries)
+        elif kind is ErrorKind.TRANSIENT:
             await self._ledger.outbox_record_attempt(outbox_id, err)
-            self._retry_later(target, outbox_id, 2.0)
+            self._retry_later(final, consumer, min(2.0 * 2 ** tries, 60.0), tries)
         else:
             # A timeout may have delivered the message: don't send blindly again.
             await self._ledger.outbox_mark_failed(outbox_id, err)
         log.warning("final_send_failed", adapter=target.adapter, kind=str(kind))
 
-    def _retry_later(self, target: ReplyTarget, outbox_id: int, delay: float) -> None:
+    def _retry_later(self, final: PreparedFinal, consumer: StreamConsumer, delay: float,
+                     tries: int) -> None:
+        """Try again after `delay` with the same consumer, so the retry replaces the same
+        preview and skips parts already delivered. After `MAX_RETRIES` the row stays pending
+        for start-up recovery."""
+        if tries >= MAX_RETRIES:
+            log.warning("final_retries_exhausted", adapter=final.target.adapter,
+                        outbox_id=final.outbox_id)
+            return
+
         async def retry() -> None:
             await asyncio.sleep(max(delay, 0.05))
-            await self.resend(outbox_id, target)
+            item = await self._ledger.outbox_get(final.outbox_id)
+            if item is not None and item.state in ("pending", "sent"):
+                await self._attempt(final, consumer, tries + 1)
 
-        task = asyncio.create_task(retry(), name=f"outbox-retry:{outbox_id}")
+        task = asyncio.create_task(retry(), name=f"outbox-retry:{final.outbox_id}")
         self._retry_tasks.add(task)
         task.add_done_callback(self._retry_tasks.discard)
 
     async def resend(self, outbox_id: int, target: ReplyTarget, marker: str | None = None) -> None:
-        adapter = self._adapters.get(target.adapter)
+        """Send an outbox row again (start-up recovery), prefixed with `marker` if given.
+        Does nothing for a row that is missing or no longer open."""
         item = await self._ledger.outbox_get(outbox_id)
-        if adapter is None or item is None or item.state not in ("pending", "sent"):
+        if item is None or item.state not in ("pending", "sent"):
             return
         text = f"{marker}\n\n{item.text}" if marker else item.text
-        ids = await self._send_body(adapter, target, text, None, outbox_id)
-        if ids is not None:
-            await self._ledger.outbox_mark_delivered([outbox_id])
+        await self._attempt(PreparedFinal(target, outbox_id, text), None, 0)
 
     async def _after_send(self, target: ReplyTarget, res: SendResult) -> None:
         if res.ok:
@@ -314,6 +354,8 @@ class DeliveryService:
         return resent, len(old)
 
     async def close(self) -> None:
-        for t in list(self._retry_tasks):
+        """Cancel pending retries and typing loops, close the budgets. Pending finals stay in
+        the outbox for the next start."""
+        for t in [*self._retry_tasks, *self._typing.values()]:
             t.cancel()
         self.budgets.close()

@@ -47,6 +47,9 @@ class Rendered:
 
 @dataclass(frozen=True, slots=True)
 class StreamSettings:
+    """`enabled=False` (config `gateway.streaming.enabled`) sends the final text only."""
+
+    enabled: bool = True
     edit_interval_s: float = 1.0
     max_interval_s: float = 8.0
     max_edit_failures: int = 3
@@ -76,7 +79,7 @@ class StreamConsumer:
         self._preview = preview
         self._s = settings
         self._clock = clock
-        self._can_edit = adapter.capabilities.edit
+        self._can_edit = adapter.capabilities.edit and settings.enabled
         self._chunks: list[str] = []
         self._status: str | None = None
         self._dirty = False
@@ -87,6 +90,7 @@ class StreamConsumer:
         self._flusher: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._finished = False
+        self._done: dict[int, list[str]] = {}
         self.edits = 0
 
     # -- streaming ---------------------------------------------------------------------
@@ -210,15 +214,23 @@ class StreamConsumer:
         works; otherwise it is sent as a new message (and the stale preview is removed where
         the platform allows). A part the platform rejects for its formatting is retried once as
         plain text (`plain()` renders the same reply unformatted): the text is never lost.
+
+        May be called again with the same reply after it raised (a retry): parts already
+        delivered are not sent again, and the first part still replaces the preview.
+
+        Raises:
+            DeliveryFailed: a part could not be delivered (its `result` says why).
+            gateway.ratelimit.Deferred: the chat's budget allows no send soon enough.
         """
         await self.stop_streaming()
         send = send_final or self._adapter.send
-        ids: list[str] = []
         parts = rendered.parts or [""]
         fallback: list[str] | None = None
         for i, part in enumerate(parts):
-            formatted = rendered.formatted
-            res = await self._deliver_part(i, part, formatted, send)
+            if i in self._done:
+                continue
+            res = await self._deliver_part(i, part, rendered.formatted, send)
+            got: list[str] = []
             if not res.ok and res.error_kind in (ErrorKind.BAD_FORMAT, ErrorKind.TOO_LONG):
                 if fallback is None:
                     fallback = plain().parts
@@ -226,12 +238,14 @@ class StreamConsumer:
                 res = await self._deliver_part(i, alt, False, send)
                 if res.ok and i == len(parts) - 1 and len(fallback) > len(parts):
                     for extra in fallback[len(parts):]:
+                        await self._budget.acquire("final")
                         more = await send(self._out(extra, formatted=False))
-                        ids.extend(more.message_ids)
+                        got.extend(more.message_ids)
             if not res.ok:
                 raise DeliveryFailed(res)
-            ids.extend(res.message_ids or ((self.message_id,) if i == 0 and self.message_id else ()))
-        return [i for i in ids if i]
+            first = (self.message_id,) if i == 0 and self.message_id else ()
+            self._done[i] = [*(res.message_ids or first), *got]
+        return [m for i in sorted(self._done) for m in self._done[i] if m]
 
     async def _deliver_part(
         self,
@@ -254,13 +268,18 @@ class StreamConsumer:
             self._can_edit = False
         await self._budget.acquire("final")
         res = await send(self._out(text, formatted=formatted))
+        if res.error_kind is ErrorKind.RATE_LIMITED:
+            self._budget.throttle(res.retry_after or 1.0)
         if res.ok and index == 0 and self.message_id is not None and not self._can_edit:
             with contextlib.suppress(Exception):
+                await self._budget.acquire("delete")
                 await self._adapter.delete(self._chat, self.message_id)
         return res
 
 
 class DeliveryFailed(Exception):
+    """A final part was refused; `result` is the platform's answer."""
+
     def __init__(self, result: SendResult) -> None:
         super().__init__(result.error or str(result.error_kind))
         self.result = result
