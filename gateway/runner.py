@@ -2,8 +2,9 @@
 
 Start-up order: CA bundle → (config and .env are loaded by the CLI) → single-instance lock →
 storage → agent factory → compression → delivery, sessions, commands, inbound → adapters
-(concurrently, each with a connect timeout) → health server → recovery of undelivered replies
-and unanswered turns. Teardown runs in reverse; errors are collected, not raised.
+launched (concurrently, each with a connect timeout) → health server (so /readyz answers 503
+while they connect) → wait for the adapters → recovery of undelivered replies and unanswered
+turns. Teardown runs in reverse; errors are collected, not raised.
 """
 
 from __future__ import annotations
@@ -266,7 +267,8 @@ class GatewayRunner:
         self.delivery = DeliveryService(
             self.adapters, self.store,
             media=MediaPolicy.for_profile(self.paths.root, [str(d) for d in gw.media.allowed_dirs]),
-            stream=StreamSettings(edit_interval_s=gw.streaming.edit_interval_s),
+            stream=StreamSettings(edit_interval_s=gw.streaming.edit_interval_s,
+                                  enabled=gw.streaming.enabled),
         )
         self._cleanup.append(("delivery", self.delivery.close))
         self.turns = TurnService(

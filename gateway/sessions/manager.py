@@ -78,8 +78,8 @@ class SessionManager:
 
     # -- intake --------------------------------------------------------------------------
     async def dispatch(self, key: str, event: MessageEvent) -> str:
-        """Queue `event` for session `key`; returns "started", "queued", "steered",
-        "full" or "closing"."""
+        """Queue `event` for session `key`; returns "started", "queued", "merged" (a burst
+        follow-up: the running turn restarts with it), "steered", "full" or "closing"."""
         if self._closing:
             await self._handler.notify(event, "The gateway is restarting; please resend in a moment.")
             return "closing"
@@ -97,6 +97,12 @@ class SessionManager:
         busy = worker.busy
         if busy and self.busy_mode == "steer" and await self._handler.steer(key, event):
             return "steered"
+        if busy and worker.is_burst(event):
+            # A burst (~0.5 s) from the same sender: restart the turn with every part of it
+            # (in any busy mode; steer absorbs it above when it can), with no busy notice.
+            if worker.offer(event) != "full":
+                worker.interrupt("merged with a follow-up message")
+                return "merged"
         outcome = worker.offer(event)
         if outcome == "full":
             log.warning("mailbox_full", session_key=key, depth=worker.depth)

@@ -62,6 +62,7 @@ class SessionWorker:
         self._signal: InterruptSignal | None = None
         self._after_interrupt = False
         self._closing = False
+        self._running_last: MessageEvent | None = None
         self.last_ack_at = float("-inf")
         self.turns_run = 0
 
@@ -89,6 +90,14 @@ class SessionWorker:
         if not self.alive and not self._closing:
             self._task = asyncio.create_task(self._loop(), name=f"session:{self.key}")
         return "queued" if was_busy else "started"
+
+    def is_burst(self, event: MessageEvent) -> bool:
+        """True when `event` continues the burst the running turn started with: same sender,
+        within `merge_window_s` of the newest event of that turn."""
+        last = self._running_last
+        return (self.busy and last is not None and self._merge > 0
+                and event.user.id == last.user.id
+                and 0 <= event.timestamp - last.timestamp <= self._merge)
 
     def interrupt(self, reason: str) -> bool:
         """Ask the running turn to stop; the queued events become the next turn."""
@@ -156,6 +165,7 @@ class SessionWorker:
 
     async def _run(self, batch: list[MessageEvent]) -> None:
         self._signal = signal = InterruptSignal()
+        self._running_last = batch[-1]
         self._turn = turn = asyncio.create_task(
             self._guarded(batch, signal), name=f"turn:{self.key}"
         )
@@ -178,6 +188,7 @@ class SessionWorker:
             self.turns_run += 1
             self._turn = None
             self._signal = None
+            self._running_last = None
 
     async def _guarded(self, batch: list[MessageEvent], signal: InterruptSignal) -> None:
         try:

@@ -226,6 +226,7 @@ class TurnService:
         if key is not None:
             self._running[key] = (agent, steered)
         started = time.monotonic()
+        outcome = "interrupted"  # until a terminal event says otherwise
         user_turn: dict[str, Any] | None = history[-1] if history else None
         prior = history[:-1]
         continued = False
@@ -269,6 +270,8 @@ class TurnService:
                         prior, user_turn = await self._store.load_history(new_id), None
                         agent.set_system_prompt(session.system_prompt or agent.system_prompt)
                         continue
+                outcome = ("ok" if isinstance(terminal, ae.Final) else "interrupted"
+                           if isinstance(terminal, ae.Interrupted) else "error")
                 await self._finish(session, terminal, shown, consumer, target, final)
                 return
         finally:
@@ -285,7 +288,7 @@ class TurnService:
                 await consumer.stop_streaming()
             await self._record_usage(session.id, shown)
             if self._metrics is not None:
-                self._metrics.observe_turn(time.monotonic() - started)
+                self._metrics.observe_turn(time.monotonic() - started, outcome=outcome)
 
     async def _finish(self, session: Any, terminal: Any, shown: TurnTranscript,
                       consumer: StreamConsumer | None, target: ReplyTarget,

@@ -1,0 +1,417 @@
+"""End-to-end cost of the gateway runtime (issue 5, deliverable 10).
+
+Run: .venv/bin/python benchmarks/bench_gateway.py [--quick] [--profile]
+
+The real `GatewayRunner` runs in this process with a lean in-memory adapter (it keeps only
+timestamps, so the adapter's own bookkeeping is not measured), and the agent calls an instant
+fake model through the real `openai` SDK over HTTP on 127.0.0.1. The fake model runs in a
+separate process (so its HTTP handling does not share this event loop); it records when each
+request arrived and when its last chunk was written (CLOCK_MONOTONIC is system-wide).
+
+Figures:
+- events/s end to end and p50/p99 *added* latency = (event emitted → model request received)
+  + (model's last chunk written → adapter send/edit of the final text), for 1 session ×
+  N sequential messages and for S concurrent sessions × 10 messages (each session sends its
+  next message once the previous one is answered). Nothing lost and order kept per session
+  are checked.
+- RSS per idle session after I sessions had one turn each (workers still parked, and after the
+  idle workers exited).
+- time from process start (`hermes gateway run`, api adapter) to `/readyz` 200.
+Baselines measured in the same run: the bare fake-model round trip through the openai SDK
+(no gateway) and the start of a bare Python interpreter.
+Goals: >= 1,000 events/s; p99 added latency < 20 ms at 1,000 sessions; < 50 KB per idle
+session; ready in < 1.5 s; nothing lost; order kept per session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import multiprocessing as mp
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gateway.events import ChatType, MessageEvent, OutboundMessage, SendResult, UserRef  # noqa: E402
+from gateway.ports import AdapterContext, BasePlatformAdapter, Capabilities  # noqa: E402
+
+# -- the fake model in its own process -------------------------------------------------------
+
+
+def _model_process(conn: Any) -> None:
+    from tests.fakes.openai_server import FakeOpenAIServer, RecordedRequest, Reply
+
+    def token_of(req: RecordedRequest) -> str:
+        for m in reversed(req.messages):
+            if m.get("role") == "user":
+                return str(m.get("content") or "").rsplit(" ", 1)[-1]
+        return ""
+
+    async def main() -> None:
+        server = FakeOpenAIServer(responder=lambda r: Reply(text=f"ok {token_of(r)}"))
+        await server.start()
+        conn.send(server.base_url)
+        loop = asyncio.get_running_loop()
+        while True:
+            cmd = await loop.run_in_executor(None, conn.recv)
+            if cmd == "times":
+                conn.send([(token_of(r), r.received_at, r.finished_at) for r in server.requests])
+                server.requests.clear()
+                server.all_requests.clear()
+            elif cmd == "stop":
+                await server.stop()
+                conn.send("bye")
+                return
+
+    asyncio.run(main())
+
+
+class ModelProcess:
+    def __init__(self) -> None:
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_model_process, args=(child,), daemon=True)
+        self._proc.start()
+        self.base_url: str = self._conn.recv()
+
+    async def times(self) -> dict[str, tuple[float, float]]:
+        self._conn.send("times")
+        rows = await asyncio.to_thread(self._conn.recv)
+        return {tok: (rec, fin) for tok, rec, fin in rows}
+
+    def stop(self) -> None:
+        self._conn.send("stop")
+        self._conn.recv()
+        self._proc.join(5)
+
+
+# -- a lean adapter ----------------------------------------------------------------------------
+
+
+class BenchAdapter(BasePlatformAdapter):
+    """Connects at once; `send`/`edit` record when a chat's expected final text appears."""
+
+    capabilities = Capabilities(edit=True, typing=False, max_length=4096, rate_profile="fake",
+                                trusted_auth=True)
+
+    def __init__(self) -> None:
+        self.name = "bench"
+        self.ctx: AdapterContext | None = None
+        self.expect: dict[str, tuple[str, asyncio.Future[float]]] = {}
+        self._ids = 0
+        self._connected = asyncio.Event()
+
+    async def start(self, ctx: AdapterContext) -> None:
+        self.ctx = ctx
+        ctx.connected()
+        self._connected.set()
+        await ctx.stop_event.wait()
+
+    async def stop(self) -> None:
+        if self.ctx is not None:
+            self.ctx.stop_event.set()
+
+    def _seen(self, chat_id: str, text: str) -> None:
+        want = self.expect.get(chat_id)
+        if want is not None and text == want[0] and not want[1].done():
+            want[1].set_result(time.monotonic())
+
+    async def send(self, message: OutboundMessage) -> SendResult:
+        self._ids += 1
+        self._seen(message.chat_id, message.text)
+        return SendResult.success(f"m{self._ids}")
+
+    async def edit(self, chat_id: str, message_id: str, text: str, *,
+                   formatted: bool = True) -> SendResult:
+        self._seen(chat_id, text)
+        return SendResult.success(message_id)
+
+    async def ask(self, chat_id: str, token: str) -> tuple[float, float]:
+        """Emit one user message; returns (emitted at, final delivered at)."""
+        assert self.ctx is not None
+        fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self.expect[chat_id] = (f"ok {token}", fut)
+        event = MessageEvent(platform="bench", event_id=uuid.uuid4().hex, chat_id=chat_id,
+                             chat_type=ChatType.DM, user=UserRef(id="u1"),
+                             text=f"message {token}", message_id=uuid.uuid4().hex)
+        t_in = time.monotonic()
+        await self.ctx.emit(event)
+        done = await asyncio.wait_for(fut, 60)
+        del self.expect[chat_id]
+        return t_in, done
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def rss_kb() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def config(model_url: str, **gateway: Any) -> Any:
+    from gateway.config.load import parse_config
+
+    data = {
+        "providers": {"main": {"base_url": model_url, "api_keys": ["sk-bench"],
+                               "model": "fake-model", "context_length": 128000,
+                               "timeout_s": 30, "max_retries": 0}},
+        "gateway": {"allowed_users": ["u1"], "drain_timeout_s": 5, "burst_merge_s": 0,
+                    "health": {"port": 0}, **gateway},
+    }
+    return parse_config(data, env={})[0]
+
+
+class Gateway:
+    def __init__(self, home: Path, model_url: str) -> None:
+        from gateway.paths import ProfilePaths, ensure_profile_dirs
+        from gateway.runner import GatewayRunner
+
+        self.adapter = BenchAdapter()
+        self.runner = GatewayRunner(config(model_url), ensure_profile_dirs(ProfilePaths(home)),
+                                    adapters={"bench": self.adapter}, take_locks=False)
+
+    async def __aenter__(self) -> Gateway:
+        await self.runner.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.runner.shutdown()
+
+
+async def run_sessions(gw: Gateway, model: ModelProcess, sessions: int, per_session: int,
+                       prefix: str) -> dict[str, Any]:
+    """`sessions` concurrent chats, each sending `per_session` messages one after another."""
+    marks: dict[str, tuple[float, float]] = {}
+
+    async def chat(i: int) -> None:
+        for j in range(per_session):
+            token = f"{prefix}{i}.{j}"
+            marks[token] = await gw.adapter.ask(f"{prefix}{i}", token)
+
+    t0 = time.monotonic()
+    await asyncio.gather(*(chat(i) for i in range(sessions)))
+    wall = time.monotonic() - t0
+    times = await model.times()
+    added, inbound, outbound, e2e = [], [], [], []
+    lost = [t for t in marks if t not in times]
+    for token, (t_in, t_out) in marks.items():
+        if token not in times:
+            continue
+        received, finished = times[token]
+        inbound.append(received - t_in)
+        outbound.append(t_out - finished)
+        added.append(inbound[-1] + outbound[-1])
+        e2e.append(t_out - t_in)
+    order_ok = await _order_kept(gw, prefix, sessions, per_session)
+    n = sessions * per_session
+    return {"events": n, "wall": wall, "eps": n / wall, "added": added, "inbound": inbound,
+            "outbound": outbound, "e2e": e2e, "lost": len(lost) + (n - len(marks)),
+            "order_ok": order_ok}
+
+
+async def _order_kept(gw: Gateway, prefix: str, sessions: int, per_session: int) -> bool:
+    store = gw.runner.store
+    for i in range(0, sessions, max(1, sessions // 20)):  # a sample of sessions
+        s = await store.find_by_session_key(f"bench:dm:{prefix}{i}")
+        hist = await store.load_history(s.id)
+        users = [m["content"] for m in hist if m["role"] == "user"]
+        answers = [m["content"] for m in hist if m["role"] == "assistant"]
+        want = [f"message {prefix}{i}.{j}" for j in range(per_session)]
+        if users != want or answers != [f"ok {prefix}{i}.{j}" for j in range(per_session)]:
+            return False
+    return True
+
+
+async def baseline_roundtrip(model_url: str, n: int) -> list[float]:
+    """The bare model round trip through the openai SDK (streamed), no gateway."""
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=model_url, api_key="sk-bench", max_retries=0)
+    out = []
+    for i in range(n):
+        t0 = time.monotonic()
+        stream = await client.chat.completions.create(
+            model="fake-model", stream=True,
+            messages=[{"role": "user", "content": f"message base{i}"}])
+        async for _ in stream:
+            pass
+        out.append(time.monotonic() - t0)
+    await client.close()
+    return out
+
+
+async def idle_sessions(home: Path, model: ModelProcess, count: int) -> tuple[float, float]:
+    """KB of RSS per idle session: (workers still parked, after the idle workers exited)."""
+    async with Gateway(home, model.base_url) as gw:
+        await run_sessions(gw, model, 50, 1, "warm")  # warm caches, pools, imports
+        gc.collect()
+        before = rss_kb()
+        batch = 250
+        for start in range(0, count, batch):
+            await asyncio.gather(*(gw.adapter.ask(f"idle{i}", f"idle{i}.0")
+                                   for i in range(start, min(count, start + batch))))
+        await model.times()
+        gc.collect()
+        parked = rss_kb()
+        manager = gw.runner.manager
+        assert manager is not None
+        for w in list(manager._workers.values()):  # what the idle timeout does, now
+            w._idle = 0.0
+            w._wake.set()
+        for _ in range(200):
+            if manager.active_count == 0:
+                break
+            await asyncio.sleep(0.01)
+        gc.collect()
+        freed = rss_kb()
+    return (parked - before) / count, (freed - before) / count
+
+
+def time_to_ready(model_url: str, runs: int) -> list[float]:
+    import urllib.request
+
+    import yaml
+
+    out = []
+    for _ in range(runs):
+        home = Path(tempfile.mkdtemp(prefix="bench-gw-"))
+        hp = free_port()
+        (home / "config.yaml").write_text(yaml.safe_dump({
+            "providers": {"main": {"base_url": model_url, "api_keys": ["sk-bench"],
+                                   "model": "fake-model"}},
+            "platforms": {"api": {"enabled": True, "port": free_port(), "api_keys": ["k"]}},
+            "gateway": {"health": {"port": hp}},
+            "logging": {"file": {"enabled": False}},
+        }))
+        env = {**os.environ, "HERMES_HOME": str(home), "HERMES_LOCK_DIR": str(home / "locks")}
+        env.pop("NOTIFY_SOCKET", None)
+        t0 = time.monotonic()
+        proc = subprocess.Popen([str(Path(sys.executable).with_name("hermes")), "gateway", "run"],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ready = None
+        while time.monotonic() - t0 < 20 and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{hp}/readyz", timeout=1) as r:
+                    if r.status == 200:
+                        ready = time.monotonic() - t0
+                        break
+            except OSError:
+                time.sleep(0.005)
+        proc.terminate()
+        proc.wait(30)
+        if ready is not None:
+            out.append(ready)
+    return out
+
+
+def bare_python_start(runs: int) -> float:
+    out = []
+    for _ in range(runs):
+        t0 = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        out.append(time.monotonic() - t0)
+    return statistics.median(out)
+
+
+def ms(x: float) -> str:
+    return f"{x * 1000:7.2f} ms"
+
+
+def report(name: str, r: dict[str, Any], base_p50: float) -> None:
+    print(f"\n{name}: {r['events']} events in {r['wall']:.2f} s = {r['eps']:,.0f} events/s; "
+          f"lost {r['lost']}; order kept: {r['order_ok']}")
+    print(f"  added latency  p50 {ms(pct(r['added'], 50))}  p99 {ms(pct(r['added'], 99))}"
+          f"   (in→model p50 {ms(pct(r['inbound'], 50))}, model→final p50 "
+          f"{ms(pct(r['outbound'], 50))})")
+    print(f"  end to end     p50 {ms(pct(r['e2e'], 50))}  p99 {ms(pct(r['e2e'], 99))}"
+          f"   = {pct(r['e2e'], 50) / base_p50:.1f}x the bare model round trip")
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    from gateway.logging import configure_logging
+
+    quick = args.quick
+    tmp = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
+    configure_logging(level="INFO", fmt="json", log_dir=tmp / "logs",
+                      stream=open(os.devnull, "w"))  # noqa: SIM115 - lives for the run
+    model = ModelProcess()
+    try:
+        base = await baseline_roundtrip(model.base_url, 50 if quick else 300)
+        base_p50 = statistics.median(base)
+        print(f"baseline: bare model round trip via the openai SDK p50 {ms(base_p50)} "
+              f"p99 {ms(pct(base, 99))} ({1 / base_p50:,.0f} sequential calls/s)")
+
+        n1 = 100 if quick else 300  # one growing history: each turn resends all of it
+        sessions = 100 if quick else 1000
+        async with Gateway(tmp / "p1", model.base_url) as gw:
+            await run_sessions(gw, model, 5, 2, "w")
+            if args.profile:
+                import cProfile
+                import pstats
+
+                prof = cProfile.Profile()
+                prof.enable()
+            one = await run_sessions(gw, model, 1, n1, "one")
+            many = await run_sessions(gw, model, sessions, 10, "many")
+            if args.profile:
+                prof.disable()
+                pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+        report(f"1 session x {n1} messages", one, base_p50)
+        report(f"{sessions} concurrent sessions x 10 messages", many, base_p50)
+
+        idle_n = 1000 if quick else 10_000
+        parked, freed = await idle_sessions(tmp / "p2", model, idle_n)
+        print(f"\nidle sessions ({idle_n:,}, one turn each): {parked:.1f} KB RSS each while "
+              f"their workers are parked, {freed:.1f} KB after the idle workers exited")
+
+        runs = 1 if quick else 3
+        ready = time_to_ready(model.base_url, runs)
+        bare = bare_python_start(3)
+        if ready:
+            print(f"\nstart → /readyz 200 (hermes gateway run, api adapter): median "
+                  f"{statistics.median(ready):.3f} s over {len(ready)} run(s) = "
+                  f"{statistics.median(ready) / bare:.1f}x a bare `python -c pass` ({bare:.3f} s)")
+        else:
+            print("\nstart → /readyz: the gateway never became ready")
+        print("\ngoals: >= 1,000 events/s; p99 added < 20 ms at 1,000 sessions; < 50 KB per "
+              "idle session; ready < 1.5 s; nothing lost; order kept")
+    finally:
+        model.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (CI smoke run)")
+    parser.add_argument("--profile", action="store_true", help="cProfile the message runs")
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Health endpoints served by the runner: /readyz follows adapter connection, /status and
+/metrics show adapters, sessions, events and turns."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import aiohttp
+
+from adapters.fake import FakeAdapter
+from gateway.config import EXIT_CONFIG
+from gateway.paths import ProfilePaths, ensure_profile_dirs
+from gateway.ports import AdapterAuthError
+from gateway.runner import GatewayRunner
+from tests.fakes.openai_server import hang, text
+from tests.gateway.runtime_harness import make_config, runner_for
+
+
+async def _get(url: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as http, http.get(url) as resp:
+        return resp.status, await resp.text()
+
+
+async def _metric(url: str, name: str, **labels: str) -> float:
+    _, body = await _get(url + "/metrics")
+    total = 0.0
+    for line in body.splitlines():
+        if not line.startswith(name) or line.startswith("#"):
+            continue
+        head, _, value = line.rpartition(" ")
+        if head.split("{")[0] != name:
+            continue
+        if all(f'{k}="{v}"' in head for k, v in labels.items()):
+            total += float(value)
+    return total
+
+
+async def test_readyz_is_503_until_the_adapter_connects(tmp_path, model):
+    fake = FakeAdapter("fake")
+    fake.hold_connect()
+    runner = GatewayRunner(make_config(model), ensure_profile_dirs(ProfilePaths(tmp_path)),
+                           adapters={"fake": fake}, health_port=0, take_locks=False)
+    starting = asyncio.create_task(runner.start())
+    try:
+        async with asyncio.timeout(5):
+            while runner.health is None or runner.health.url is None:
+                await asyncio.sleep(0.01)
+        url = runner.health.url
+        status, body = await _get(url + "/readyz")
+        assert status == 503 and "adapter fake is starting" in body
+        assert (await _get(url + "/healthz"))[0] == 200
+        fake.release_connect()
+        await asyncio.wait_for(starting, 5)
+        status, body = await _get(url + "/readyz")
+        assert status == 200, body
+    finally:
+        if not starting.done():
+            starting.cancel()
+        await runner.shutdown()
+
+
+async def test_status_and_metrics_show_adapters_sessions_events_and_turns(tmp_path, model):
+    model.enqueue(text("one"), text("two"), hang(30))
+    async with runner_for(tmp_path, model, gateway__busy_mode="queue") as (runner, fake):
+        url = runner.health.url
+        await fake.inject("a", chat_id="c1", user_id="u1")
+        await fake.wait_turns(1)
+        await fake.inject("b", chat_id="c2", user_id="u2")
+        await fake.wait_turns(2)
+        await fake.inject("again", event_id="dup-1", chat_id="c1", user_id="u1")
+        await fake.inject("again", event_id="dup-1", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: len(model.requests) == 3)
+        await asyncio.sleep(0.6)
+        await fake.inject("queued", chat_id="c1", user_id="u1")
+
+        status, body = await _get(url + "/status")
+        assert status == 200
+        data = json.loads(body)
+        assert [a["name"] for a in data["adapters"]] == ["fake"]
+        assert data["adapters"][0]["state"] == "connected"
+        assert data["adapters"][0]["last_inbound_at"] is not None
+        assert data["sessions"]["active"] == 2
+        assert data["sessions"]["queues"] == {"fake:dm:c1": 1}
+
+        assert await _metric(url, "hermes_events_in_total") == 5
+        assert await _metric(url, "hermes_turns_total", outcome="ok") == 2
+        assert await _metric(url, "hermes_turns_total") == 2
+        assert await _metric(url, "hermes_turn_latency_seconds_count") == 2
+        assert await _metric(url, "hermes_events_out_total") >= 2
+
+
+async def test_only_adapter_refusing_credentials_makes_run_return_78(tmp_path, model):
+    fake = FakeAdapter("fake")
+    fake.raise_on_start(AdapterAuthError("401 Unauthorized: token rejected"))
+    runner = GatewayRunner(make_config(model), ensure_profile_dirs(ProfilePaths(tmp_path)),
+                           adapters={"fake": fake}, health_port=0, take_locks=False)
+    code = await asyncio.wait_for(runner.run(), 10)
+    assert code == EXIT_CONFIG == 78
+    assert fake.starts == 1  # fatal: never restarted
+
+
+async def test_crashing_adapter_is_restarted_and_keeps_serving(tmp_path, model):
+    fake = FakeAdapter("fake")
+    fake.crash_after(2)
+    async with runner_for(tmp_path, model, adapters={"fake": fake}) as (runner, _):
+        await fake.wait_for(lambda: fake.starts == 2 and fake.connected, 10)
+        status = runner.supervisor.status("fake")
+        assert status.restarts == 1 and "scripted crash" in (status.last_error or "")
+        assert await _metric(runner.health.url, "hermes_adapter_restarts_total") == 1
+        await fake.inject("still there?", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: "echo: still there?" in fake.messages("c1"))
