@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import openai
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from agent_core.credentials import Cooldowns, Credential, CredentialPool
@@ -57,19 +58,26 @@ class ModelResponse:
     model: str = ""
 
 
+def _get(obj: Any, key: str) -> Any:
+    """A field of a JSON object (dict) or of an SDK model."""
+    if isinstance(obj, dict):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
 def _usage(raw: Any, provider: str, model: str) -> Usage | None:
-    if raw is None:
+    if not raw:
         return None
-    ptd = getattr(raw, "prompt_tokens_details", None)
-    ctd = getattr(raw, "completion_tokens_details", None)
-    prompt = getattr(raw, "prompt_tokens", 0) or 0
-    completion = getattr(raw, "completion_tokens", 0) or 0
+    ptd = _get(raw, "prompt_tokens_details")
+    ctd = _get(raw, "completion_tokens_details")
+    prompt = _get(raw, "prompt_tokens") or 0
+    completion = _get(raw, "completion_tokens") or 0
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=completion,
-        cached_tokens=(getattr(ptd, "cached_tokens", 0) or 0) if ptd else 0,
-        reasoning_tokens=(getattr(ctd, "reasoning_tokens", 0) or 0) if ctd else 0,
-        total_tokens=getattr(raw, "total_tokens", 0) or prompt + completion,
+        cached_tokens=(_get(ptd, "cached_tokens") or 0) if ptd else 0,
+        reasoning_tokens=(_get(ctd, "reasoning_tokens") or 0) if ctd else 0,
+        total_tokens=_get(raw, "total_tokens") or prompt + completion,
         provider=provider,
         model=model,
     )
@@ -77,7 +85,7 @@ def _usage(raw: Any, provider: str, model: str) -> Usage | None:
 
 def _reasoning_of(obj: Any) -> str:
     for attr in ("reasoning_content", "reasoning"):
-        val = getattr(obj, attr, None)
+        val = _get(obj, attr)
         if isinstance(val, str) and val:
             return val
     return ""
@@ -140,11 +148,14 @@ class ProviderClient:
         on_reasoning: DeltaCallback | None = None,
     ) -> ModelResponse:
         """One chat completion. Raises whatever the SDK raises (APIStatusError, APIError, ...)."""
+        # The request body is built here and posted through the SDK client as it is: the SDK's
+        # per-call parameter transformation costs more than the whole loop (about 10 ms for a
+        # 60-message history with tool schemas) and our messages are already wire-clean.
         params: dict[str, Any] = {"model": self.settings.model, "messages": messages}
         if tools:
             params["tools"] = tools
         if self.settings.extra_body:
-            params["extra_body"] = self.settings.extra_body
+            params.update(self.settings.extra_body)
         client = self.client_for(cred)
         if self.streaming:
             try:
@@ -162,8 +173,15 @@ class ProviderClient:
         on_text: DeltaCallback | None,
         on_reasoning: DeltaCallback | None,
     ) -> ModelResponse:
-        stream = await client.chat.completions.create(
-            **params, stream=True, stream_options={"include_usage": True}
+        # Chunks come back as plain JSON objects (`AsyncStream[object]`): building an SDK
+        # model per chunk costs more than everything else a chunk needs. The SDK still does
+        # the HTTP, the SSE decoding and raises on an in-stream error event.
+        stream = await client.post(
+            "/chat/completions",
+            body={**params, "stream": True, "stream_options": {"include_usage": True}},
+            cast_to=object,
+            stream=True,
+            stream_cls=openai.AsyncStream[object],
         )
         text: list[str] = []
         reasoning: list[str] = []
@@ -172,34 +190,39 @@ class ProviderClient:
         usage = None
         try:
             async for chunk in stream:
-                if chunk.usage is not None:
-                    usage = chunk.usage
-                for choice in chunk.choices:
-                    delta = choice.delta
-                    if delta is not None:
-                        if delta.content:
-                            text.append(delta.content)
+                if not isinstance(chunk, dict):
+                    continue
+                if chunk.get("usage"):
+                    usage = chunk["usage"]
+                for choice in chunk.get("choices") or ():
+                    delta = choice.get("delta")
+                    if delta:
+                        content = delta.get("content")
+                        if content:
+                            text.append(content)
                             if on_text is not None:
-                                on_text(delta.content)
+                                on_text(content)
                         piece = _reasoning_of(delta)
                         if piece:
                             reasoning.append(piece)
                             if on_reasoning is not None:
                                 on_reasoning(piece)
-                        for tc in delta.tool_calls or ():
-                            slot = slots.get(tc.index)
+                        for tc in delta.get("tool_calls") or ():
+                            index = tc.get("index", 0)
+                            slot = slots.get(index)
                             if slot is None:
-                                slot = slots[tc.index] = _CallSlot()
-                            if tc.id:
-                                slot.id = tc.id
-                            fn = tc.function
-                            if fn is not None:
-                                if fn.name and fn.name != slot.name:
-                                    slot.name = fn.name if not slot.name else slot.name + fn.name
-                                if fn.arguments:
-                                    slot.args.append(fn.arguments)
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
+                                slot = slots[index] = _CallSlot()
+                            if tc.get("id"):
+                                slot.id = tc["id"]
+                            fn = tc.get("function")
+                            if fn:
+                                name = fn.get("name")
+                                if name and name != slot.name:
+                                    slot.name = name if not slot.name else slot.name + name
+                                if fn.get("arguments"):
+                                    slot.args.append(fn["arguments"])
+                    if choice.get("finish_reason"):
+                        finish = choice["finish_reason"]
         finally:
             await stream.close()
         calls = [
@@ -224,7 +247,9 @@ class ProviderClient:
         on_text: DeltaCallback | None,
         on_reasoning: DeltaCallback | None,
     ) -> ModelResponse:
-        resp = await client.chat.completions.create(**params, stream=False)
+        resp = await client.post(
+            "/chat/completions", body={**params, "stream": False}, cast_to=ChatCompletion
+        )
         choice = resp.choices[0] if resp.choices else None
         msg = choice.message if choice is not None else None
         text = (msg.content or "") if msg is not None else ""

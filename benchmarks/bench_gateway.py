@@ -382,7 +382,7 @@ async def main_async(args: argparse.Namespace) -> None:
             many = await run_sessions(gw, model, sessions, 10, "many")
             if args.profile:
                 prof.disable()
-                pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
+                pstats.Stats(prof).sort_stats("tottime").print_stats(45)
         report(f"1 session x {n1} messages", one, base_p50)
         report(f"{sessions} concurrent sessions x 10 messages", many, base_p50)
 

@@ -49,7 +49,9 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _CTX: ContextVar[Mapping[str, Any]] = ContextVar("hermes_log_context", default=_EMPTY)
 _CLI_FORMAT: str | None = None
 _CONFIGURED = False
-_QUIET_LIBS = ("httpx", "httpcore", "hpack", "websockets", "aiohttp.access")
+_QUIET_LIBS = (
+    "httpx", "httpx2", "httpcore", "httpcore2", "hpack", "websockets", "aiohttp.access", "openai",
+)
 
 
 @contextmanager
