@@ -21,6 +21,7 @@ __all__ = [
     "AdapterAuthError",
     "AdapterContext",
     "AdapterError",
+    "AdapterFatalError",
     "BasePlatformAdapter",
     "Capabilities",
     "CursorStore",
@@ -35,7 +36,12 @@ class AdapterError(Exception):
     """A transport failure; the supervisor restarts the adapter with backoff."""
 
 
-class AdapterAuthError(AdapterError):
+class AdapterFatalError(AdapterError):
+    """A failure a restart cannot fix (refused credentials, an address another program
+    holds). The adapter is not restarted; when every adapter fails so at start, exit 78."""
+
+
+class AdapterAuthError(AdapterFatalError):
     """Credentials were refused. Fatal for this adapter: it is not restarted."""
 
 

@@ -9,7 +9,7 @@ child task `adapter:<name>:run`) and watches it:
   `ctx.progress()` (or emit an event) at least that often, otherwise it is stopped and restarted.
   Status never says "connected" while nothing flows.
 - A crash (an exception from `start()`, or `start()` returning while not asked to stop) restarts
-  the adapter after an exponential backoff with jitter. `AdapterAuthError` is fatal for that
+  the adapter after an exponential backoff with jitter. `AdapterFatalError` (e.g. `AdapterAuthError`) is fatal for that
   adapter: it is never restarted.
 
 The same adapter instance is restarted: `start()` may be called again after it raised, returned,
@@ -32,7 +32,7 @@ import structlog
 from gateway.config.redact import redact_text
 from gateway.events import MessageEvent
 from gateway.metrics import GatewayMetrics
-from gateway.ports import AdapterAuthError, AdapterContext, BasePlatformAdapter, CursorStore
+from gateway.ports import AdapterContext, AdapterFatalError, BasePlatformAdapter, CursorStore
 
 __all__ = [
     "AdapterState",
@@ -450,7 +450,7 @@ class AdapterSupervisor:
             if exc is not None and not isinstance(exc, asyncio.CancelledError):
                 slot.stop_error = exc
             return _Outcome.STOPPED
-        if isinstance(exc, AdapterAuthError):
+        if isinstance(exc, AdapterFatalError):
             slot.last_error = self._short(exc)
             self._set_state(slot, AdapterState.FAILED_FATAL)
             log.error(

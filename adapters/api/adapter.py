@@ -9,6 +9,7 @@ client has no inbox to push to. Media is not supported: the API carries text onl
 from __future__ import annotations
 
 import asyncio
+import errno
 import uuid
 from typing import Any
 
@@ -18,7 +19,13 @@ from adapters.api.server import ApiServer
 from adapters.api.settings import ApiSettings
 from adapters.api.turns import TurnRegistry
 from gateway.events import ErrorKind, OutboundAttachment, OutboundMessage, SendResult
-from gateway.ports import AdapterContext, AdapterError, BasePlatformAdapter, Capabilities
+from gateway.ports import (
+    AdapterContext,
+    AdapterError,
+    AdapterFatalError,
+    BasePlatformAdapter,
+    Capabilities,
+)
 
 __all__ = ["ApiAdapter"]
 
@@ -70,7 +77,10 @@ class ApiAdapter(BasePlatformAdapter):
             try:
                 await site.start()
             except OSError as exc:
-                raise AdapterError(
+                # Taken by another program or not allowed: a restart would not help.
+                kind = AdapterFatalError if exc.errno in (errno.EADDRINUSE, errno.EACCES,
+                                                          errno.EADDRNOTAVAIL) else AdapterError
+                raise kind(
                     f"cannot listen on {self.settings.host}:{self.settings.port}: {exc.strerror}"
                 ) from None
             self.port = _bound_port(runner, self.settings.port)

@@ -131,10 +131,6 @@ async def test_health_port_in_use_exits_78(gw):
     assert "gateway.health" in gp.output()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "decided: the only adapter unable to bind its port at start is a configuration error "
-    "(exit 78, like the health port); needs the api adapter to raise a fatal error class "
-    "for bind failures (today AdapterError → restarted with backoff, /readyz stays 503)"))
 async def test_only_adapter_port_in_use_exits_78(gw):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
