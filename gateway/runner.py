@@ -24,7 +24,7 @@ from adapters._text import MediaPolicy
 from gateway.agents import AgentFactory
 from gateway.commands.builtin import CommandServices, builtin_registry
 from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
-from gateway.delivery.service import DeliveryService
+from gateway.delivery.service import DeliveryService, ReplyTarget
 from gateway.delivery.stream import StreamSettings
 from gateway.health import HealthServer
 from gateway.inbound import InboundRouter
@@ -227,8 +227,18 @@ class GatewayRunner:
             self.config, self.store, metrics=self.metrics, on_status=self._compression_status)
         self._cleanup.append(("compression", self.compression.close))
 
-    def _compression_status(self, session_id: str, kind: str, text: str) -> None:
+    async def _compression_status(self, session_id: str, kind: str, text: str) -> None:
+        """Tell the chat about an automatic compaction: the outcome, a failure (history is
+        unchanged) or a deferral. "compacting" itself is not shown: the turn is already over."""
         log.info("compression_status", session_id=session_id, kind=kind)
+        if kind == "compacting" or self.delivery is None or self.store is None:
+            return
+        session = await self.store.get_session(session_id)
+        if session is None or not session.chat_id or session.source not in self.adapters:
+            return
+        await self.delivery.notify(ReplyTarget(session.source, session.chat_id,
+                                               session.thread_id, None,
+                                               session.chat_type or "dm"), text)
 
     def _build_adapters(self) -> None:
         if self._given_adapters is not None:

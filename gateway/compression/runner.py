@@ -110,9 +110,18 @@ class JobRunner:
     def holder(self, job_id: str) -> str:
         return f"{_HOST}:{os.getpid()}:{job_id}"
 
+    async def _quiet(self, session_id: str, kind: str, text: str) -> None:
+        return None
+
+    def _emitter(self, req: JobRequest) -> Emit:
+        """Chat notices are for automatic jobs only: /compress, the CLI and an overflow inside
+        a turn report their outcome themselves."""
+        return self.emit if req.origin == "auto" else self._quiet
+
     async def run(self, job_id: str, req: JobRequest) -> JobOutcome:
         """Run one job. Must not raise (except CancelledError)."""
         sid = req.session_id
+        emit = self._emitter(req)
         deadline = self.clock() + self.timeout_seconds
         try:
             session = await self.store.get_session(sid)
@@ -124,7 +133,7 @@ class JobRunner:
         except StorageError as exc:
             return JobOutcome("failed", sid, detail=f"storage error: {type(exc).__name__}")
         if lease is None:
-            await self.emit(sid, "deferred", "⏳ This conversation is already being compacted "
+            await emit(sid, "deferred", "⏳ This conversation is already being compacted "
                             "elsewhere; continuing without waiting.")
             return JobOutcome("deferred", sid, detail="another holder has the compression lease")
         try:
@@ -139,11 +148,11 @@ class JobRunner:
             except Exception as exc:  # noqa: BLE001 - the lease expires on its own anyway
                 log.warning("lease_release_failed", session_id=sid, error=type(exc).__name__)
         if out.status == "compressed":
-            await self.emit(sid, "compacted", _compacted_text(out))
+            await emit(sid, "compacted", _compacted_text(out))
         elif out.status in ("failed", "timeout", "lease_lost", "superseded") and (
             req.origin != "auto" or out.status != "superseded"
         ):
-            await self.emit(sid, "compaction_failed", f"⚠️ Compaction did not complete "
+            await emit(sid, "compaction_failed", f"⚠️ Compaction did not complete "
                             f"({out.status}: {out.detail}). The conversation continues unchanged.")
         return out
 
@@ -169,7 +178,7 @@ class JobRunner:
             nonlocal announced
             if not announced:
                 announced = True
-                task = asyncio.get_running_loop().create_task(self.emit(
+                task = asyncio.get_running_loop().create_task(self._emitter(req)(
                     sid, "compacting", "🗜️ Compacting context — summarizing the earlier "
                     "conversation so it can continue…"))
                 self._notices.add(task)

@@ -180,3 +180,37 @@ async def test_command_for_another_bot_is_not_ours(tmp_path, model):
         await fake.wait_for(lambda: any("You are" in m for m in fake.messages("c1")))
         await fake.wait_turns(2)
         assert not any(m.startswith("Model:") for m in fake.messages("c1"))
+
+
+async def test_automatic_compression_after_a_turn_rotates_and_tells_the_chat(tmp_path, model):
+    # Replies large enough that the provider-reported prompt crosses the 8K-window threshold.
+    big = "lorem ipsum dolor sit amet " * 120
+    async with gateway(tmp_path, model, providers__main__context_length=16000,
+                       compression__threshold_tokens=3000) as (runner, fake):
+        for i in range(6):
+            model.enqueue(text(f"answer {i}: {big}"))
+            await fake.inject(f"question {i}", chat_id="c1", user_id="u1")
+            await fake.wait_turns(i + 1)
+        parent = (await runner.store.list_sessions(limit=5))[-1]
+        await fake.wait_for(lambda: any("Context compacted" in m for m in fake.messages("c1")),
+                            20)
+        ended = await runner.store.get_session(parent.id)
+        assert ended.end_reason == "compression"
+        child = await runner.store.find_by_session_key("fake:dm:c1")
+        assert child.parent_session_id == parent.id
+        history = await runner.store.load_history(child.id)
+        summaries = [m for m in history if str(m.get("content", "")).startswith(
+            "[CONTEXT COMPACTION")]
+        assert len(summaries) == 1
+        # The summarizer request went to the model without tools; old rows stay searchable.
+        summarizer = [r for r in model.requests if not r.body.get("tools")]
+        assert summarizer, "no summarizer request"
+        prompt = "".join(str(m.get("content")) for m in summarizer[0].body["messages"])
+        assert "question" in prompt and "lorem ipsum" in prompt
+        assert await runner.store.search("question 0")
+        # The next turn continues in the child with the summary in its history.
+        model.enqueue(text("continuing"))
+        await fake.inject("and now?", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: "continuing" in fake.messages("c1"))
+        sent = model.requests[-1].body["messages"]
+        assert any(str(m.get("content", "")).startswith("[CONTEXT COMPACTION") for m in sent)
