@@ -46,7 +46,8 @@ async def test_lease_expiring_mid_summary_is_taken_over_and_nothing_is_written(
     hook = build_compression(make_config(fake_openai, lease_seconds=1), store,
                              on_status=events, renew_leases=False)
     try:
-        out = await hook.compress_now(sid)
+        # An automatic job (chat notices are sent for those; /compress reports by itself).
+        out = await hook.pool.run(sid, force=True, origin="auto")
     finally:
         await hook.close()
     assert out.status == "lease_lost", out.detail
@@ -65,7 +66,8 @@ async def test_lease_expiring_without_a_competitor_is_refused_by_the_fence(
     hook = build_compression(make_config(fake_openai, lease_seconds=1), store,
                              renew_leases=False)
     try:
-        out = await hook.compress_now(sid)
+        # An automatic job (chat notices are sent for those; /compress reports by itself).
+        out = await hook.pool.run(sid, force=True, origin="auto")
     finally:
         await hook.close()
     assert out.status == "lease_lost", out.detail
@@ -156,11 +158,12 @@ async def test_a_lease_held_elsewhere_defers_without_calling_the_model(
     events = Events()
     hook = build_compression(make_config(fake_openai), store, on_status=events)
     try:
-        out = await hook.compress_now(sid)
+        out = await hook.pool.run(sid, force=True, origin="auto")
+        manual = await hook.compress_now(sid)
     finally:
         await hook.close()
-    assert out.status == "deferred"
-    assert events.kinds(sid) == ["deferred"]
+    assert out.status == "deferred" and manual.status == "deferred"
+    assert events.kinds(sid) == ["deferred"]  # the manual one is reported by its caller
     assert fake_openai.requests == []
     await _unchanged(store, sid, 60)
     assert (await store.current_lease(sid)) == other
