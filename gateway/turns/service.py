@@ -223,6 +223,7 @@ class TurnService:
         shown = TurnTranscript()
         agent = await self._build_agent(session, target)
         steered: list[MessageEvent] = []
+        tools_seen: list[str] = []
         if key is not None:
             self._running[key] = (agent, steered)
         started = time.monotonic()
@@ -240,8 +241,9 @@ class TurnService:
                             consumer.on_delta(ev.text)
                     elif isinstance(ev, ae.ToolStarted):
                         shown.close_segment()
-                        if consumer is not None and progress != "off":
-                            consumer.on_status(f"🔧 {ev.name}…")
+                        line = _progress_line(progress, tools_seen, ev.name)
+                        if consumer is not None and line is not None:
+                            consumer.on_status(line)
                     elif isinstance(ev, ae.Status) and ev.kind == "stream_reset":
                         shown.reset_segment()
                     elif isinstance(ev, ae.Usage):
@@ -341,6 +343,18 @@ class TurnService:
         if self._metrics is not None:
             self._metrics.add_tokens(prompt=sum(x.prompt_tokens for x in u),
                                      completion=sum(x.completion_tokens for x in u))
+
+
+def _progress_line(policy: str, seen: list[str], name: str) -> str | None:
+    """The status line under the streaming preview. off: none. new: the current tool, shown
+    when a different tool starts. all: the latest calls, one line each (last five)."""
+    if policy == "off":
+        return None
+    repeat = bool(seen) and seen[-1] == name
+    seen.append(name)
+    if policy == "all":
+        return "\n".join(f"🔧 {n}" for n in seen[-5:])
+    return None if repeat else f"🔧 {name}…"
 
 
 def _user_message(events: list[MessageEvent]) -> dict[str, Any]:

@@ -197,7 +197,8 @@ async def test_automatic_compression_after_a_turn_rotates_and_tells_the_chat(tmp
         ended = await runner.store.get_session(parent.id)
         assert ended.end_reason == "compression"
         child = await runner.store.find_by_session_key("fake:dm:c1")
-        assert child.parent_session_id == parent.id
+        lineage = [a.id for a in await runner.store.ancestors(child.id)]
+        assert parent.id in lineage  # one or more rotations, all chained to the first session
         history = await runner.store.load_history(child.id)
         summaries = [m for m in history if str(m.get("content", "")).startswith(
             "[CONTEXT COMPACTION")]
@@ -208,9 +209,12 @@ async def test_automatic_compression_after_a_turn_rotates_and_tells_the_chat(tmp
         prompt = "".join(str(m.get("content")) for m in summarizer[0].body["messages"])
         assert "question" in prompt and "lorem ipsum" in prompt
         assert await runner.store.search("question 0")
-        # The next turn continues in the child with the summary in its history.
-        model.enqueue(text("continuing"))
+        # The next turn continues in the child with the summary in its history (the default
+        # responder echoes; a summarizer request may come first, so no scripted reply here).
+        await runner.compression.wait_idle(child.id, 10)
+        before = len(model.requests)
         await fake.inject("and now?", chat_id="c1", user_id="u1")
-        await fake.wait_for(lambda: "continuing" in fake.messages("c1"))
-        sent = model.requests[-1].body["messages"]
-        assert any(str(m.get("content", "")).startswith("[CONTEXT COMPACTION") for m in sent)
+        await fake.wait_turns(7)
+        turn = [r for r in model.requests[before:] if r.body.get("tools")]
+        assert turn and any(str(m.get("content", "")).startswith("[CONTEXT COMPACTION")
+                            for m in turn[0].body["messages"])
