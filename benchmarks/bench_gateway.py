@@ -216,8 +216,10 @@ async def run_sessions(gw: Gateway, model: ModelProcess, sessions: int, per_sess
             marks[token] = await gw.adapter.ask(f"{prefix}{i}", token)
 
     t0 = time.monotonic()
+    cpu0 = time.process_time()
     await asyncio.gather(*(chat(i) for i in range(sessions)))
     wall = time.monotonic() - t0
+    cpu = time.process_time() - cpu0
     times = await model.times()
     added, inbound, outbound, e2e = [], [], [], []
     lost = [t for t in marks if t not in times]
@@ -233,7 +235,7 @@ async def run_sessions(gw: Gateway, model: ModelProcess, sessions: int, per_sess
     n = sessions * per_session
     return {"events": n, "wall": wall, "eps": n / wall, "added": added, "inbound": inbound,
             "outbound": outbound, "e2e": e2e, "lost": len(lost) + (n - len(marks)),
-            "order_ok": order_ok}
+            "order_ok": order_ok, "cpu": cpu}
 
 
 async def _order_kept(gw: Gateway, prefix: str, sessions: int, per_session: int) -> bool:
@@ -352,6 +354,8 @@ def report(name: str, r: dict[str, Any], base_p50: float) -> None:
           f"{ms(pct(r['outbound'], 50))})")
     print(f"  end to end     p50 {ms(pct(r['e2e'], 50))}  p99 {ms(pct(r['e2e'], 99))}"
           f"   = {pct(r['e2e'], 50) / base_p50:.1f}x the bare model round trip")
+    print(f"  gateway process CPU {r['cpu']:.2f} s = {r['cpu'] / r['events'] * 1000:.2f} ms per "
+          f"event (all threads: loop, SQLite, HTTP client); {r['cpu'] / r['wall']:.0%} of a core")
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -382,7 +386,7 @@ async def main_async(args: argparse.Namespace) -> None:
             many = await run_sessions(gw, model, sessions, 10, "many")
             if args.profile:
                 prof.disable()
-                pstats.Stats(prof).sort_stats("tottime").print_stats(45)
+                pstats.Stats(prof).sort_stats("cumulative").print_stats("work/main|openai|httpx2|aiosqlite", 60)
         report(f"1 session x {n1} messages", one, base_p50)
         report(f"{sessions} concurrent sessions x 10 messages", many, base_p50)
 
