@@ -31,6 +31,9 @@ def _outbox(row: aiosqlite.Row) -> OutboxItem:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         last_error=row["last_error"],
+        chat_type=row["chat_type"],
+        preview_message_id=row["preview_message_id"],
+        attachments=json.loads(row["attachments"] or "[]"),
     )
 
 
@@ -71,15 +74,22 @@ class LedgersMixin(StoreBase):
         session_id: str | None = None,
         thread_id: str | None = None,
         reply_to: str | None = None,
+        chat_type: str | None = None,
+        preview_message_id: str | None = None,
+        attachments: Sequence[dict[str, object]] = (),
     ) -> int:
-        """Record a reply as `pending` before it is sent; returns its id."""
+        """Record a reply as `pending` before it is sent; returns its id. `attachments` are
+        JSON-able dicts kept for a re-send after a crash."""
+        files = json.dumps(list(attachments))
 
         async def op(conn: aiosqlite.Connection) -> int:
             now = self._clock()
             cur = await conn.execute(
                 "INSERT INTO outbox(session_id, platform, chat_id, thread_id, reply_to, text,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, platform, str(chat_id), thread_id, reply_to, scrub(text), now, now),
+                " created_at, updated_at, chat_type, preview_message_id, attachments)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, platform, str(chat_id), thread_id, reply_to, scrub(text), now, now,
+                 chat_type, preview_message_id, files),
             )
             return int(cur.lastrowid or 0)
 

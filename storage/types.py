@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeVar
 
 __all__ = [
@@ -153,6 +153,9 @@ class OutboxItem:
     created_at: float
     updated_at: float
     last_error: str | None
+    chat_type: str | None = None
+    preview_message_id: str | None = None
+    attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -184,10 +184,12 @@ class DeliveryService:
             task.cancel()
 
     # -- finals ------------------------------------------------------------------------------
-    async def record_final(self, target: ReplyTarget, text: str, *,
-                           session_id: str | None) -> PreparedFinal:
+    async def record_final(self, target: ReplyTarget, text: str, *, session_id: str | None,
+                           preview_message_id: str | None = None) -> PreparedFinal:
         """Resolve MEDIA lines and record the reply in the outbox (`pending`) before anything
-        is sent, so a crash from here on ends in exactly one delivery after restart."""
+        is sent, so a crash from here on ends in exactly one delivery after restart. The row
+        keeps what a re-send needs: the chat type, the attachments and the streaming preview's
+        message id (recovery edits that preview in place)."""
         body, media = extract_media(text)
         notes: list[str] = []
         allowed: list[OutboundAttachment] = []
@@ -203,7 +205,9 @@ class DeliveryService:
             body = (body + "\n\n" + "\n".join(notes)).strip()
         outbox_id = await self._ledger.outbox_add(
             platform=target.adapter, chat_id=target.chat_id, text=body,
-            session_id=session_id, thread_id=target.thread_id, reply_to=target.reply_to)
+            session_id=session_id, thread_id=target.thread_id, reply_to=target.reply_to,
+            chat_type=target.chat_type, preview_message_id=preview_message_id,
+            attachments=[a.model_dump() for a in allowed])
         return PreparedFinal(target, outbox_id, body, tuple(allowed))
 
     async def send_final(self, final: PreparedFinal,
@@ -319,7 +323,14 @@ class DeliveryService:
         if item is None or item.state not in ("pending", "sent"):
             return
         text = f"{marker}\n\n{item.text}" if marker else item.text
-        await self._attempt(PreparedFinal(target, outbox_id, text), None, 0)
+        files = tuple(OutboundAttachment(**a) for a in item.attachments or ())
+        consumer = None
+        adapter = self._adapters.get(target.adapter)
+        if item.preview_message_id and adapter is not None and adapter.capabilities.edit:
+            # The dead process left its streaming preview (with the cursor): finish it in place.
+            consumer = self._consumer(target)
+            consumer.message_id = item.preview_message_id
+        await self._attempt(PreparedFinal(target, outbox_id, text, files), consumer, 0)
 
     async def _after_send(self, target: ReplyTarget, res: SendResult) -> None:
         if res.ok:
@@ -344,7 +355,8 @@ class DeliveryService:
         for item in pending:
             if item.id in old:
                 continue
-            target = ReplyTarget(item.platform, item.chat_id, item.thread_id, item.reply_to)
+            target = ReplyTarget(item.platform, item.chat_id, item.thread_id, item.reply_to,
+                                 item.chat_type or "dm")
             if item.attempts >= 1 and item.state == "sent":
                 # It reached the platform; only the delivered mark was lost.
                 await self._ledger.outbox_mark_delivered([item.id])

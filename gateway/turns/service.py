@@ -257,7 +257,8 @@ class TurnService:
                     # Outbox first: after a crash the reply is re-sent, and the turn is
                     # known to be answered even if the messages below were not stored.
                     final = await self._delivery.record_final(
-                        target, shown.final(terminal.text), session_id=session.id)
+                        target, shown.final(terminal.text), session_id=session.id,
+                        preview_message_id=consumer.message_id if consumer else None)
                 if terminal.messages:
                     session = await self._live(session)
                     await self._store.append_messages(session.id, list(terminal.messages))
