@@ -24,6 +24,7 @@ import signal
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from gateway.paths import ensure_private_dir, locks_dir, paths
 
@@ -114,30 +115,29 @@ def _holder_pid(lock_file: Path, pid_file: Path) -> int:
     return 0
 
 
-class InstanceLock:
-    """The held profile lock. `release()` is idempotent; also a context manager."""
+class _HeldLock:
+    """A held kernel file lock. `release()` is idempotent; also a context manager."""
 
-    def __init__(self, home: Path, fd: int) -> None:
-        self.home = home
-        self.pid = os.getpid()
+    def __init__(self, fd: int) -> None:
         self._fd: int | None = fd
 
     @property
     def held(self) -> bool:
         return self._fd is not None
 
+    def _before_unlock(self) -> None:
+        """Hook: clean up what the holder advertised while the lock is still held."""
+
     def release(self) -> None:
         if self._fd is None:
             return
-        p = paths(self.home)
-        if _read_int(p.pid_file) == self.pid:
-            p.pid_file.unlink(missing_ok=True)
+        self._before_unlock()
         with contextlib.suppress(OSError):
             os.ftruncate(self._fd, 0)
         _unlock(self._fd)
         self._fd = None
 
-    def __enter__(self) -> InstanceLock:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -147,6 +147,20 @@ class InstanceLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
+
+
+class InstanceLock(_HeldLock):
+    """The held profile lock (one gateway per profile); removes the pid file on release."""
+
+    def __init__(self, home: Path, fd: int) -> None:
+        super().__init__(fd)
+        self.home = home
+        self.pid = os.getpid()
+
+    def _before_unlock(self) -> None:
+        p = paths(self.home)
+        if _read_int(p.pid_file) == self.pid:
+            p.pid_file.unlink(missing_ok=True)
 
 
 def acquire(
@@ -227,32 +241,13 @@ def stop_running(home: Path | None = None, *, timeout: float = 45.0) -> bool:
     return True
 
 
-class TokenLock:
-    """A held bot-token lock. `release()` is idempotent; also a context manager."""
+class TokenLock(_HeldLock):
+    """A held bot-token lock (one poller per token on the machine)."""
 
     def __init__(self, platform: str, path: Path, fd: int) -> None:
+        super().__init__(fd)
         self.platform = platform
         self.path = path
-        self._fd: int | None = fd
-
-    def release(self) -> None:
-        if self._fd is None:
-            return
-        with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, 0)
-        _unlock(self._fd)
-        self._fd = None
-
-    def __enter__(self) -> TokenLock:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
 
 def token_lock_path(platform: str, token: str) -> Path:
