@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import sqlite3
-import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from tests.discord.fake_discord import FakeDiscord
 from tests.discord.fake_payloads import ALICE, THREAD
+from tests.fakes.gateway_process import gateway_process, until
 from tests.fakes.openai_server import FakeOpenAIServer, hang, text
 
 pytestmark = pytest.mark.timeout(60)
 
-HERMES = Path(sys.executable).with_name("hermes")
 
 
 def _write_config(home: Path, model: FakeOpenAIServer, fake: FakeDiscord) -> None:
@@ -45,35 +43,12 @@ def _write_config(home: Path, model: FakeOpenAIServer, fake: FakeDiscord) -> Non
     (home / "config.yaml").write_text(yaml.safe_dump(config))
 
 
-@contextlib.asynccontextmanager
-async def _gateway(home: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
-    env["HERMES_HOME"] = str(home)
-    proc = await asyncio.create_subprocess_exec(
-        str(HERMES), "gateway", "run", env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL, stderr=(home / "stderr.log").open("ab"),
-    )
-    try:
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 15)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+def _gateway(home: Path) -> Any:
+    return gateway_process(home)
 
 
 async def _until(cond: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    async def poll() -> None:
-        while not cond():
-            await asyncio.sleep(0.05)
-
-    try:
-        await asyncio.wait_for(poll(), timeout)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for {what}") from None
+    await until(cond, what, timeout=timeout)
 
 
 def _read_db(db: Path) -> tuple[list[str], dict[str, str]]:

@@ -11,22 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import sqlite3
-import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from tests.fakes.gateway_process import gateway_process, until
 from tests.fakes.openai_server import FakeOpenAIServer, hang, text
 from tests.slack.fake_slack import FakeSlack
 
 pytestmark = pytest.mark.timeout(60)
 
-HERMES = Path(sys.executable).with_name("hermes")
 CHANNEL = "C0001"
 
 
@@ -46,36 +44,12 @@ def _write_config(home: Path, model: FakeOpenAIServer, fake: FakeSlack) -> None:
     (home / "config.yaml").write_text(yaml.safe_dump(config))
 
 
-@contextlib.asynccontextmanager
-async def _gateway(home: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "SLACK_"))}
-    env["HERMES_HOME"] = str(home)
-    proc = await asyncio.create_subprocess_exec(
-        str(HERMES), "gateway", "run", env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL, stderr=(home / "stderr.log").open("ab"),
-    )
-    try:
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 15)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+def _gateway(home: Path) -> Any:
+    return gateway_process(home, drop_env=("HERMES_", "SLACK_"))
 
 
 async def _until(cond: Callable[[], bool], what: str, home: Path, timeout: float = 20.0) -> None:
-    async def poll() -> None:
-        while not cond():
-            await asyncio.sleep(0.05)
-
-    try:
-        await asyncio.wait_for(poll(), timeout)
-    except TimeoutError:
-        log = (home / "stderr.log").read_text(errors="replace")[-3000:]
-        raise AssertionError(f"timed out waiting for {what}\n--- gateway stderr ---\n{log}") from None
+    await until(cond, what, log=home / "stderr.log", timeout=timeout)
 
 
 def _user_rows(db: Path) -> list[str]:
