@@ -224,8 +224,16 @@ class GatewayRunner:
         except ImportError:
             return
         self.compression = build_compression(
-            self.config, self.store, metrics=self.metrics, on_status=self._compression_status)
+            self.config, self.store, metrics=self.metrics, on_status=self._compression_status,
+            prompt_builder=self._fresh_system_prompt)
         self._cleanup.append(("compression", self.compression.close))
+
+    async def _fresh_system_prompt(self, session: Any) -> str:
+        """A compaction child's system prompt: rebuilt, so memory saved since the session
+        began reaches the model now (the prompt never changes mid-session otherwise)."""
+        assert self.agents is not None
+        hint = getattr(self.adapters.get(session.source), "format_hint", "")
+        return await self.agents.system_prompt(platform_hint=hint)
 
     async def _compression_status(self, session_id: str, kind: str, text: str) -> None:
         """Tell the chat about an automatic compaction: the outcome, a failure (history is

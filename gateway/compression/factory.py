@@ -10,6 +10,7 @@ from agent_core.compression import CompressionSettings, load_engine
 from gateway.agents import provider_settings
 from gateway.compression.hook import CompressionService
 from gateway.compression.pool import CompressionPool, StatusCallback
+from gateway.compression.runner import PromptBuilder
 from gateway.compression.summarizer import AuxSummarizer
 from gateway.config.models import HermesConfig
 from storage import StateStore
@@ -41,6 +42,7 @@ def build_compression(
     on_status: StatusCallback | None = None,
     renew_leases: bool = True,
     clock: Callable[[], float] = time.time,
+    prompt_builder: PromptBuilder | None = None,
 ) -> CompressionService:
     """The compression hook for a process: engine (`load_engine`, thresholds from config and
     the main provider's model and window), summarizer (`auxiliary.provider`/`model`) and pool
@@ -74,5 +76,6 @@ def build_compression(
         on_status=on_status,
         metrics=metrics,
         clock=clock,
+        prompt_builder=prompt_builder,
     )
     return CompressionService(pool, enabled=c.enabled, closers=[summarizer])

@@ -28,7 +28,7 @@ import structlog
 
 from agent_core.compression import ContextCompressor, ContextEngine
 from gateway.compression.outcome import JobOutcome
-from gateway.compression.runner import JobRequest, JobRunner, NotifyingSummarizer
+from gateway.compression.runner import JobRequest, JobRunner, NotifyingSummarizer, PromptBuilder
 from storage import StateStore
 
 __all__ = ["CompressionPool", "StatusCallback"]
@@ -67,6 +67,7 @@ class CompressionPool:
         on_status: StatusCallback | None = None,
         metrics: Any = None,
         clock: Callable[[], float] = time.time,
+        prompt_builder: PromptBuilder | None = None,
     ) -> None:
         if mode not in ("rotate", "in_place"):
             raise ValueError(f"unknown compression mode {mode!r}")
@@ -82,7 +83,7 @@ class CompressionPool:
         self.runner = JobRunner(
             store, engine, mode=mode, lease_seconds=lease_seconds,
             timeout_seconds=timeout_seconds, renew_leases=renew_leases, clock=clock,
-            emit=self._emit)
+            emit=self._emit, prompt_builder=prompt_builder)
         self._queue: asyncio.Queue[_Job] = asyncio.Queue(maxsize=max(1, int(queue_size)))
         self._jobs: dict[str, _Job] = {}
         self._tasks: list[asyncio.Task[None]] = []

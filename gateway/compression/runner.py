@@ -14,7 +14,7 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +39,7 @@ __all__ = ["Emit", "JobRequest", "JobRunner", "NotifyingSummarizer"]
 log = structlog.get_logger("gateway.compression")
 
 Emit = Callable[[str, str, str], Coroutine[Any, Any, None]]
+PromptBuilder = Callable[[Session], Awaitable[str]]
 _first_call: ContextVar[Callable[[], None] | None] = ContextVar("compression_first_call", default=None)
 _HOST = socket.gethostname()
 
@@ -96,7 +97,9 @@ class JobRunner:
         renew_leases: bool = True,
         clock: Callable[[], float] = time.time,
         emit: Emit,
+        prompt_builder: PromptBuilder | None = None,
     ) -> None:
+        self.prompt_builder = prompt_builder
         self.store = store
         self.engine = engine
         self.mode = mode
@@ -254,6 +257,13 @@ class JobRunner:
         if has_system and messages and messages[0].get("role") == "system":
             content = messages.pop(0).get("content")
             system_prompt = content if isinstance(content, str) else None
+        if self.prompt_builder is not None:
+            # A compaction is the moment a session's system prompt may change: memory
+            # written since the session started reaches the prompt now (never mid-session).
+            try:
+                system_prompt = await self.prompt_builder(session)
+            except Exception:  # noqa: BLE001 - keep the old prompt rather than fail the job
+                log.warning("system_prompt_rebuild_failed", session_id=sid)
         fields = to_fields(result.guards)
         child: str | None = None
         try:

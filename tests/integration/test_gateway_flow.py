@@ -218,3 +218,26 @@ async def test_automatic_compression_after_a_turn_rotates_and_tells_the_chat(tmp
         turn = [r for r in model.requests[before:] if r.body.get("tools")]
         assert turn and any(str(m.get("content", "")).startswith("[CONTEXT COMPACTION")
                             for m in turn[0].body["messages"])
+
+
+async def test_memory_reaches_the_prompt_only_after_a_compaction(tmp_path, model):
+    model.enqueue(
+        tool_calls(call("memory", {"action": "add", "target": "user",
+                                   "content": "The user drinks green tea."})),
+        text("Noted."),
+    )
+    async with gateway(tmp_path, model, compression__protect_first_n=1) as (runner, fake):
+        await fake.inject("remember that I drink green tea", chat_id="c1", user_id="u1")
+        await fake.wait_turns(1)
+        assert "green tea" in (tmp_path / "memories" / "USER.md").read_text()  # on disk at once
+        for i in range(3):
+            await fake.inject(f"small talk {i}", chat_id="c1", user_id="u1")
+            await fake.wait_turns(2 + i)
+        # Frozen for the session: the prompt sent after the write does not contain it.
+        assert "green tea" not in model.requests[-1].body["messages"][0]["content"]
+        await fake.inject("/compress here 1", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: any("Compressed" in m for m in fake.messages("c1")), 20)
+        await fake.inject("what do I drink?", chat_id="c1", user_id="u1")
+        await fake.wait_turns(6)
+        turn = [r for r in model.requests if r.body.get("tools")][-1]
+        assert "The user drinks green tea." in turn.body["messages"][0]["content"]
