@@ -141,9 +141,13 @@ class LedgersMixin(StoreBase):
         )
         return n == 1
 
-    async def outbox_mark_delivered(self, ids: Sequence[int]) -> int:
-        """pending/sent → delivered (final). Returns how many rows moved."""
-        return await self._outbox_set(ids, "delivered", from_states=_OPEN_STATES)
+    async def outbox_mark_delivered(
+        self, ids: Sequence[int], platform_message_ids: Sequence[str] | None = None
+    ) -> int:
+        """pending/sent → delivered (final), recording the platform message ids when given
+        (one write instead of `outbox_mark_sent` + this). Returns how many rows moved."""
+        return await self._outbox_set(ids, "delivered", from_states=_OPEN_STATES,
+                                      platform_message_ids=platform_message_ids)
 
     async def outbox_mark_failed(self, outbox_id: int, error: str) -> bool:
         """pending/sent → failed, keeping the (redacted by caller) error text."""

@@ -33,7 +33,7 @@ class OutboxLedger(Protocol):
                          session_id: str | None = None, thread_id: str | None = None,
                          reply_to: str | None = None) -> int: ...
     async def outbox_mark_sent(self, outbox_id: int, platform_message_ids: Any) -> bool: ...
-    async def outbox_mark_delivered(self, ids: Any) -> int: ...
+    async def outbox_mark_delivered(self, ids: Any, platform_message_ids: Any = None) -> int: ...
     async def outbox_mark_failed(self, outbox_id: int, error: str) -> bool: ...
     async def outbox_mark_expired(self, ids: Any) -> int: ...
     async def outbox_record_attempt(self, outbox_id: int, error: str) -> None: ...
@@ -251,7 +251,7 @@ class DeliveryService:
             with contextlib.suppress(Exception):
                 await self._budget(target).acquire("send")
                 await adapter.send_media(target.chat_id, att, thread_id=target.thread_id)
-        await self._ledger.outbox_mark_delivered([outbox_id])
+        await self._ledger.outbox_mark_delivered([outbox_id], ids)
         return ids
 
     async def _send_body(self, adapter: BasePlatformAdapter, final: PreparedFinal,
@@ -274,7 +274,9 @@ class DeliveryService:
             log.warning("final_send_error", adapter=target.adapter, error=type(exc).__name__)
             return None
         self.on_outbound(target.adapter)
-        await self._ledger.outbox_mark_sent(outbox_id, ids)
+        if final.attachments:
+            # Attachments follow: record that the text is out before sending them.
+            await self._ledger.outbox_mark_sent(outbox_id, ids)
         return ids
 
     async def _handle_failure(self, final: PreparedFinal, consumer: StreamConsumer,

@@ -289,7 +289,9 @@ class TurnService:
                 typing.cancel()
             if consumer is not None:
                 await consumer.stop_streaming()
-            await self._record_usage(session.id, shown)
+            # Bookkeeping after the reply, submitted together (one writer transaction).
+            await asyncio.gather(self._record_usage(session.id, shown),
+                                 self._after_turn(session, outcome == "ok", shown))
             if self._metrics is not None:
                 self._metrics.observe_turn(time.monotonic() - started, outcome=outcome)
 
@@ -298,9 +300,6 @@ class TurnService:
                       final: PreparedFinal | None) -> None:
         if isinstance(terminal, ae.Final) and final is not None:
             await self._delivery.send_final(final, consumer)
-            if self.compression is not None:
-                last = shown.usage[-1].prompt_tokens if shown.usage else None
-                await self.compression.after_turn(session.id, last)
             return
         if isinstance(terminal, ae.Interrupted):
             if consumer is not None and consumer.message_id is not None:
@@ -324,6 +323,12 @@ class TurnService:
             tip = await self._store.get_session(await self._store.tip(session.id))
             return tip or fresh
         return fresh or session
+
+    async def _after_turn(self, session: Any, ok: bool, shown: TurnTranscript) -> None:
+        """After a completed turn, the compression scheduler judges the real prompt size."""
+        if ok and self.compression is not None:
+            last = shown.usage[-1].prompt_tokens if shown.usage else None
+            await self.compression.after_turn(session.id, last)
 
     async def _record_usage(self, session_id: str, shown: TurnTranscript) -> None:
         if not shown.usage:
