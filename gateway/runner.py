@@ -165,6 +165,11 @@ class GatewayRunner:
         await self._await_adapters()
         await self._recover()
         self.notifier.ready(f"{len(self.adapters)} adapter(s) connected")
+        window = self.config.gateway.unhealthy_exit_s
+        if window > 0 and self.adapters:
+            escalate = asyncio.create_task(self._escalate_when_disconnected(window),
+                                           name="escalation")
+            self._cleanup.append(("escalation", escalate.cancel))
         if self.notifier.watchdog_interval():
             pinger = asyncio.create_task(self.notifier.run_watchdog(self.watchdog.healthy),
                                          name="sd-watchdog")
@@ -366,6 +371,22 @@ class GatewayRunner:
             raise ConfigurationError(
                 f"gateway.health: cannot listen on {hc.host}:{port} ({exc.strerror})") from exc
         self._cleanup.append(("health", self.health.stop))
+
+    async def _escalate_when_disconnected(self, window: float) -> None:
+        """The supervisor restarts adapters in-process; if none has been connected for
+        `window` seconds anyway, exit 1 so the service manager restarts the whole process
+        (RELIABILITY.md item 2: no silent zombie)."""
+        assert self.supervisor is not None
+        last_ok = time.monotonic()
+        while True:
+            await asyncio.sleep(min(10.0, max(window / 10, 0.05)))
+            if any(st.state == "connected" for st in self.supervisor.snapshot()):
+                last_ok = time.monotonic()
+            elif time.monotonic() - last_ok >= window:
+                log.error("no_adapter_connected", seconds=round(window),
+                          action="exiting 1 so the service manager restarts the gateway")
+                self.request_stop(1)
+                return
 
     async def _storage_ok(self) -> bool:
         return bool(await self.store.writable())

@@ -167,6 +167,9 @@ class GatewayConfig(ConfigModel):
     busy_ack_interval_s: float = Field(default=30.0, ge=0)
     burst_merge_s: float = Field(default=0.5, ge=0)
     adapter_connect_timeout_s: float = Field(default=30.0, gt=0)
+    unhealthy_exit_s: float = Field(default=900.0, ge=0)
+    """No adapter connected for this long (after start): exit 1 so the service manager
+    restarts the whole process. 0 = never."""
 
 
 class LogFileConfig(ConfigModel):

@@ -241,3 +241,21 @@ async def test_memory_reaches_the_prompt_only_after_a_compaction(tmp_path, model
         await fake.wait_turns(6)
         turn = [r for r in model.requests if r.body.get("tools")][-1]
         assert "The user drinks green tea." in turn.body["messages"][0]["content"]
+
+
+async def test_no_adapter_connected_for_the_window_exits_1_for_the_service_manager(tmp_path,
+                                                                                   model):
+    from adapters.fake import FakeAdapter
+    from gateway.paths import ProfilePaths, ensure_profile_dirs
+    from gateway.ports import AdapterError
+    from gateway.runner import GatewayRunner
+    from tests.integration.harness import make_config
+
+    fake = FakeAdapter("fake")
+    fake.raise_on_start(AdapterError("platform unreachable"), times=1000)
+    runner = GatewayRunner(
+        make_config(model, gateway__unhealthy_exit_s=1.0,
+                    gateway__adapter_connect_timeout_s=0.5),
+        ensure_profile_dirs(ProfilePaths(tmp_path)), adapters={"fake": fake}, health_port=0)
+    code = await asyncio.wait_for(runner.run(), 20)
+    assert code == 1
