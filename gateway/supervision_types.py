@@ -86,13 +86,16 @@ class AdapterStatus:
 
 
 class MemoryCursorStore(CursorStore):
-    """A non-durable `CursorStore` (tests, and adapters that need no cursor)."""
+    """A non-durable `CursorStore` (tests, and adapters that need no cursor). `values` holds
+    what was stored and `writes` counts `set` calls, for tests to read."""
 
     def __init__(self) -> None:
-        self._values: dict[str, str] = {}
+        self.values: dict[str, str] = {}
+        self.writes = 0
 
     async def get(self, name: str) -> str | None:
-        return self._values.get(name)
+        return self.values.get(name)
 
     async def set(self, name: str, value: str) -> None:
-        self._values[name] = value
+        self.values[name] = value
+        self.writes += 1

@@ -12,7 +12,8 @@ import structlog
 
 from adapters.discord import DiscordAdapter, create
 from gateway.events import MessageEvent
-from gateway.ports import AdapterContext, CursorStore
+from gateway.ports import AdapterContext
+from gateway.supervision_types import MemoryCursorStore as MemoryCursors
 from tests.adapters_contract.protocol import BotMessage
 from tests.discord.fake_discord import FakeDiscord
 from tests.discord.fake_payloads import (
@@ -30,15 +31,6 @@ __all__ = ["DiscordHarness", "make_harness"]
 PARENTS = {THREAD: GENERAL, LATE_THREAD: GENERAL}
 
 
-class MemoryCursors(CursorStore):
-    def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-
-    async def get(self, name: str) -> str | None:
-        return self.values.get(name)
-
-    async def set(self, name: str, value: str) -> None:
-        self.values[name] = value
 
 
 class DiscordHarness:

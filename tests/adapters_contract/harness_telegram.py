@@ -12,22 +12,14 @@ import structlog
 
 from adapters.telegram import TelegramAdapter
 from gateway.events import MessageEvent
-from gateway.ports import AdapterContext, CursorStore
+from gateway.ports import AdapterContext
+from gateway.supervision_types import MemoryCursorStore as _Cursors
 from tests.adapters_contract.protocol import BotMessage
 from tests.telegram.fake_bot_api import FakeBotApi
 
 __all__ = ["TelegramHarness", "make_harness"]
 
 
-class _Cursors(CursorStore):
-    def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-
-    async def get(self, name: str) -> str | None:
-        return self.values.get(name)
-
-    async def set(self, name: str, value: str) -> None:
-        self.values[name] = value
 
 
 class TelegramHarness:

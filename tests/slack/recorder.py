@@ -8,20 +8,12 @@ from pathlib import Path
 import structlog
 
 from gateway.events import MessageEvent
-from gateway.ports import AdapterContext, CursorStore
+from gateway.ports import AdapterContext
+from gateway.supervision_types import MemoryCursorStore as MemoryCursors
 
 __all__ = ["MemoryCursors", "Recorder"]
 
 
-class MemoryCursors(CursorStore):
-    def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-
-    async def get(self, name: str) -> str | None:
-        return self.values.get(name)
-
-    async def set(self, name: str, value: str) -> None:
-        self.values[name] = value
 
 
 class Recorder:

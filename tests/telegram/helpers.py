@@ -13,22 +13,12 @@ import structlog
 
 from adapters.telegram import TelegramAdapter
 from gateway.events import MessageEvent
-from gateway.ports import AdapterContext, CursorStore
+from gateway.ports import AdapterContext
+from gateway.supervision_types import MemoryCursorStore as MemoryCursors
 
 __all__ = ["MemoryCursors", "Recorder", "running"]
 
 
-class MemoryCursors(CursorStore):
-    def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-        self.writes = 0
-
-    async def get(self, name: str) -> str | None:
-        return self.values.get(name)
-
-    async def set(self, name: str, value: str) -> None:
-        self.values[name] = value
-        self.writes += 1
 
 
 class Recorder:
