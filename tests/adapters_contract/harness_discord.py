@@ -31,8 +31,6 @@ __all__ = ["DiscordHarness", "make_harness"]
 PARENTS = {THREAD: GENERAL, LATE_THREAD: GENERAL}
 
 
-
-
 class DiscordHarness:
     platform = "discord"
     dm_chat = str(DM_ALICE)

@@ -20,8 +20,6 @@ from tests.telegram.fake_bot_api import FakeBotApi
 __all__ = ["TelegramHarness", "make_harness"]
 
 
-
-
 class TelegramHarness:
     platform = "telegram"
     #: a forum-topic id; the contract suite sends `thread=sample_thread`

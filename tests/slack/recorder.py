@@ -14,8 +14,6 @@ from gateway.supervision_types import MemoryCursorStore as MemoryCursors
 __all__ = ["MemoryCursors", "Recorder"]
 
 
-
-
 class Recorder:
     """An AdapterContext whose emit dedups in memory like the gateway's durable ledger."""
 

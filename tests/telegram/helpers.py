@@ -19,8 +19,6 @@ from gateway.supervision_types import MemoryCursorStore as MemoryCursors
 __all__ = ["MemoryCursors", "Recorder", "running"]
 
 
-
-
 class Recorder:
     """What the gateway side would see: `events` holds new events only (durable dedup by
     (platform, event_id)); `all_emits` every call. `fail` makes emit raise (storage down)."""
