@@ -121,7 +121,7 @@ class ProviderClient:
         )
         self._http_client = http_client
         self._clients: dict[str, openai.AsyncOpenAI] = {}
-        self._tools_cache: dict[int, tuple[list[dict[str, Any]], str]] = {}
+        self._tools_cache: dict[tuple[int, ...], tuple[tuple[dict[str, Any], ...], str]] = {}
         self.streaming = settings.streaming
 
     def client_for(self, cred: Credential) -> openai.AsyncOpenAI:
@@ -295,13 +295,16 @@ class ProviderClient:
         return text.encode("utf-8", "replace")
 
     def _tools_json(self, tools: list[dict[str, Any]]) -> str:
-        cached = self._tools_cache.get(id(tools))
-        if cached is not None and cached[0] is tools:
+        """Keyed by the schema dicts themselves (the registry shares them between sessions,
+        so every session's agent hits the same entry); identity is checked, not equality."""
+        key = tuple(map(id, tools))
+        cached = self._tools_cache.get(key)
+        if cached is not None and all(a is b for a, b in zip(cached[0], tools, strict=True)):
             return cached[1]
         encoded = json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
         if len(self._tools_cache) >= 8:
             self._tools_cache.clear()
-        self._tools_cache[id(tools)] = (tools, encoded)
+        self._tools_cache[key] = (tuple(tools), encoded)
         return encoded
 
     async def aclose(self) -> None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import aiosqlite
-
 from storage.db import ReaderPool, Writer, with_busy_retry
 from storage.errors import SessionNotFoundError
+from storage.syncconn import Conn, drive, run_in_thread
 from storage.types import Session
 
 __all__ = ["StoreBase", "Clock", "session_from_row", "UNSET"]
@@ -42,19 +41,20 @@ class StoreBase:
     _clock: Clock
     path: Path
 
-    async def _write(self, op: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+    async def _write(self, op: Callable[[Conn], Coroutine[Any, Any, T]]) -> T:
         return await self._writer.submit(op)  # type: ignore[no-any-return]
 
-    async def _read(self, fn: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+    async def _read(self, fn: Callable[[Conn], Coroutine[Any, Any, T]]) -> T:
+        """Run `fn` in a reader's thread, all its statements in one hand-off."""
         async def run() -> T:
             async with self._readers.conn() as conn:
-                return await fn(conn)
+                return await run_in_thread(conn, lambda raw: drive(fn(Conn(raw))))
 
         return await with_busy_retry(run)  # type: ignore[no-any-return]
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        async def fn(conn: aiosqlite.Connection) -> list[sqlite3.Row]:
-            return list(await conn.execute_fetchall(sql, params))
+        async def fn(conn: Conn) -> list[sqlite3.Row]:
+            return await conn.execute_fetchall(sql, params)
 
         return await self._read(fn)
 
@@ -63,7 +63,7 @@ class StoreBase:
         return rows[0] if rows else None
 
 
-async def fetch_session(conn: aiosqlite.Connection, session_id: str) -> Session:
+async def fetch_session(conn: Conn, session_id: str) -> Session:
     """The session row via `conn`; raises `SessionNotFoundError`."""
     rows = list(await conn.execute_fetchall("SELECT * FROM sessions WHERE id = ?", (session_id,)))
     if not rows:

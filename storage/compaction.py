@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiosqlite
-
 from storage.base import UNSET, StoreBase, fetch_session
 from storage.codec import message_to_row
 from storage.leases import check_fence
 from storage.lineage import copy_active_rows
 from storage.messages import insert_rows
 from storage.sessions import ROUTING_COLUMNS, insert_session
+from storage.syncconn import Conn
 from storage.titles import next_lineage_title_on
 from storage.types import Lease
 
@@ -60,7 +59,7 @@ class CompactionMixin(StoreBase):
         """
         now_rows = [message_to_row("", m, 0.0) for m in compressed_messages]
 
-        async def op(conn: aiosqlite.Connection) -> str:
+        async def op(conn: Conn) -> str:
             now = self._clock()
             await check_fence(conn, lease, parent_id, now, deadline)
             parent = await fetch_session(conn, parent_id)
@@ -110,7 +109,7 @@ class CompactionMixin(StoreBase):
         """
         prepared = [message_to_row("", m, 0.0) for m in compressed_messages]
 
-        async def op(conn: aiosqlite.Connection) -> list[int]:
+        async def op(conn: Conn) -> list[int]:
             now = self._clock()
             await check_fence(conn, lease, session_id, now, deadline)
             late = list(

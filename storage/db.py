@@ -19,7 +19,7 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ import aiosqlite
 
 from storage.errors import StorageBusyError, StoreClosedError
 from storage.migrations import migrate_sync
+from storage.syncconn import Conn, drive, run_in_thread
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -47,8 +48,8 @@ MAX_BATCH = 512
 READ_MMAP_BYTES = 256 * 1024 * 1024
 READ_CACHE_KIB = 16 * 1024
 
-Op = Callable[[aiosqlite.Connection], Awaitable[Any]]
-MergedOp = Callable[[aiosqlite.Connection, list[Any]], Awaitable[list[Any]]]
+Op = Callable[[Conn], Coroutine[Any, Any, Any]]
+MergedOp = Callable[[Conn, list[Any]], Coroutine[Any, Any, list[Any]]]
 
 
 def is_busy(exc: BaseException) -> bool:
@@ -274,58 +275,73 @@ class Writer:
             if self._conn.in_transaction:
                 await self._conn.execute("ROLLBACK")
 
-    async def _exec(self, sql: str) -> None:
-        try:
-            await self._conn.execute(sql)
-        except sqlite3.OperationalError as exc:
-            if is_busy(exc):
-                raise _BusyAbort from exc
-            raise
-
     async def _attempt(self, batch: list[_Item]) -> list[tuple[bool, Any]]:
-        await self._exec("BEGIN IMMEDIATE")
-        results: list[tuple[bool, Any]] = []
-        i = 0
-        while i < len(batch):
-            item = batch[i]
-            if item.op is not None:
-                results.append(await self._guarded(item.op, None))
-                i += 1
-                continue
-            j = i
-            while j < len(batch) and batch[j].merge_key == item.merge_key:
-                j += 1
-            group = batch[i:j]
-            merged = self._mergers[str(item.merge_key)]
-            ok, value = await self._guarded(merged, [g.payload for g in group])
-            if ok:
-                results.extend((True, v) for v in value)
-            elif len(group) == 1:
-                results.append((False, value))
-            else:
-                for g in group:
-                    ok1, v1 = await self._guarded(merged, [g.payload])
-                    results.append((True, v1[0]) if ok1 else (False, v1))
-            i = j
-        await self._exec("COMMIT")
-        return results
+        """The whole batch in the connection's thread: one hand-off (see storage.syncconn)."""
+        return await run_in_thread(self._conn, lambda raw: _attempt_sync(raw, batch,
+                                                                        self._mergers))
 
-    async def _guarded(self, fn: Callable[..., Awaitable[Any]], arg: Any) -> tuple[bool, Any]:
-        await self._exec("SAVEPOINT op")
-        try:
-            value = await (fn(self._conn) if arg is None else fn(self._conn, arg))
-        except sqlite3.OperationalError as exc:
-            if is_busy(exc):
-                raise _BusyAbort from exc
-            await self._conn.execute("ROLLBACK TO op")
-            await self._conn.execute("RELEASE op")
-            return False, exc
-        except Exception as exc:  # noqa: BLE001 - handed to the caller's future
-            await self._conn.execute("ROLLBACK TO op")
-            await self._conn.execute("RELEASE op")
-            return False, exc
-        await self._conn.execute("RELEASE op")
-        return True, value
+
+def _exec(raw: sqlite3.Connection, sql: str) -> None:
+    try:
+        raw.execute(sql)
+    except sqlite3.OperationalError as exc:
+        if is_busy(exc):
+            raise _BusyAbort from exc
+        raise
+
+
+def _attempt_sync(raw: sqlite3.Connection, batch: list[_Item],
+                  mergers: dict[str, MergedOp]) -> list[tuple[bool, Any]]:
+    conn = Conn(raw)
+    _exec(raw, "BEGIN IMMEDIATE")
+    results: list[tuple[bool, Any]] = []
+    i = 0
+    while i < len(batch):
+        item = batch[i]
+        if item.op is not None:
+            results.append(_guarded(raw, item.op(conn)))
+            i += 1
+            continue
+        j = i
+        while j < len(batch) and batch[j].merge_key == item.merge_key:
+            j += 1
+        group = batch[i:j]
+        merged = mergers[str(item.merge_key)]
+        ok, value = _guarded(raw, merged(conn, [g.payload for g in group]))
+        if ok:
+            results.extend((True, v) for v in value)
+        elif len(group) == 1:
+            results.append((False, value))
+        else:
+            for g in group:
+                ok1, v1 = _guarded(raw, merged(conn, [g.payload]))
+                results.append((True, v1[0]) if ok1 else (False, v1))
+        i = j
+    _exec(raw, "COMMIT")
+    return results
+
+
+def _guarded(raw: sqlite3.Connection, coro: Coroutine[Any, Any, Any]) -> tuple[bool, Any]:
+    """Run one operation inside its own savepoint; a failure undoes only its writes."""
+    try:
+        _exec(raw, "SAVEPOINT op")
+    except BaseException:
+        coro.close()
+        raise
+    try:
+        value = drive(coro)
+    except sqlite3.OperationalError as exc:
+        if is_busy(exc):
+            raise _BusyAbort from exc
+        raw.execute("ROLLBACK TO op")
+        raw.execute("RELEASE op")
+        return False, exc
+    except Exception as exc:  # noqa: BLE001 - handed to the caller's future
+        raw.execute("ROLLBACK TO op")
+        raw.execute("RELEASE op")
+        return False, exc
+    raw.execute("RELEASE op")
+    return True, value
 
 
 class ReaderPool:

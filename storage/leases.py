@@ -6,17 +6,16 @@ session keeps rising for ever and a token is never handed out twice.
 
 from __future__ import annotations
 
-import aiosqlite
-
 from storage.base import StoreBase
 from storage.errors import FenceRejected
+from storage.syncconn import Conn
 from storage.types import Lease
 
 __all__ = ["LeasesMixin", "check_fence"]
 
 
 async def check_fence(
-    conn: aiosqlite.Connection,
+    conn: Conn,
     lease: Lease,
     session_id: str,
     now: float,
@@ -57,7 +56,7 @@ class LeasesMixin(StoreBase):
         including this holder) holds it unexpired. A free or expired lease is taken with a
         token strictly higher than any before."""
 
-        async def op(conn: aiosqlite.Connection) -> Lease | None:
+        async def op(conn: Conn) -> Lease | None:
             now = self._clock()
             rows = list(
                 await conn.execute_fetchall(
@@ -83,7 +82,7 @@ class LeasesMixin(StoreBase):
     async def renew_lease(self, lease: Lease, ttl: float) -> Lease | None:
         """Extend a lease that is still this holder's and unexpired; None otherwise."""
 
-        async def op(conn: aiosqlite.Connection) -> Lease | None:
+        async def op(conn: Conn) -> Lease | None:
             now = self._clock()
             cur = await conn.execute(
                 "UPDATE compression_leases SET expires_at = ? WHERE session_id = ?"
@@ -99,7 +98,7 @@ class LeasesMixin(StoreBase):
     async def release_lease(self, lease: Lease) -> bool:
         """Give the lease up if it is still this one (never another holder's)."""
 
-        async def op(conn: aiosqlite.Connection) -> bool:
+        async def op(conn: Conn) -> bool:
             cur = await conn.execute(
                 "UPDATE compression_leases SET holder = NULL, expires_at = 0"
                 " WHERE session_id = ? AND holder = ? AND token = ?",

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
-
-import aiosqlite
 
 from storage.base import StoreBase
 from storage.codec import scrub
+from storage.syncconn import Conn
 from storage.types import OutboxItem
 
 __all__ = ["LedgersMixin"]
@@ -16,7 +16,7 @@ __all__ = ["LedgersMixin"]
 _OPEN_STATES = ("pending", "sent")
 
 
-def _outbox(row: aiosqlite.Row) -> OutboxItem:
+def _outbox(row: sqlite3.Row) -> OutboxItem:
     return OutboxItem(
         id=row["id"],
         session_id=row["session_id"],
@@ -44,7 +44,7 @@ class LedgersMixin(StoreBase):
     async def record_if_new(self, platform: str, event_id: str) -> bool:
         """Durably record an inbound event; True the first time, False for a repeat."""
 
-        async def op(conn: aiosqlite.Connection) -> bool:
+        async def op(conn: Conn) -> bool:
             cur = await conn.execute(
                 "INSERT OR IGNORE INTO inbound_events(platform, event_id, recorded_at)"
                 " VALUES (?, ?, ?)",
@@ -58,7 +58,7 @@ class LedgersMixin(StoreBase):
         """Delete dedup rows older than the given age; returns how many."""
         cutoff = self._clock() - older_than_days * 86400
 
-        async def op(conn: aiosqlite.Connection) -> int:
+        async def op(conn: Conn) -> int:
             cur = await conn.execute("DELETE FROM inbound_events WHERE recorded_at < ?", (cutoff,))
             return cur.rowcount
 
@@ -82,7 +82,7 @@ class LedgersMixin(StoreBase):
         JSON-able dicts kept for a re-send after a crash."""
         files = json.dumps(list(attachments))
 
-        async def op(conn: aiosqlite.Connection) -> int:
+        async def op(conn: Conn) -> int:
             now = self._clock()
             cur = await conn.execute(
                 "INSERT INTO outbox(session_id, platform, chat_id, thread_id, reply_to, text,"
@@ -120,7 +120,7 @@ class LedgersMixin(StoreBase):
         if attempt:
             sets.append("attempts = attempts + 1")
 
-        async def op(conn: aiosqlite.Connection) -> int:
+        async def op(conn: Conn) -> int:
             cur = await conn.execute(
                 f"UPDATE outbox SET {', '.join(sets)} WHERE id IN ({marks})"
                 f" AND state IN ({states})",
@@ -186,7 +186,7 @@ class LedgersMixin(StoreBase):
         return None if row is None else str(row[0])
 
     async def set_cursor(self, name: str, value: str | int) -> None:
-        async def op(conn: aiosqlite.Connection) -> None:
+        async def op(conn: Conn) -> None:
             await conn.execute(
                 "INSERT INTO cursors(name, value) VALUES (?, ?)"
                 " ON CONFLICT(name) DO UPDATE SET value = excluded.value",
@@ -197,7 +197,7 @@ class LedgersMixin(StoreBase):
 
     # -- unreachable chats -----------------------------------------------------------------
     async def mark_unreachable(self, platform: str, chat_id: str, reason: str) -> None:
-        async def op(conn: aiosqlite.Connection) -> None:
+        async def op(conn: Conn) -> None:
             await conn.execute(
                 "INSERT INTO unreachable_chats(platform, chat_id, reason, since)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT(platform, chat_id)"
@@ -208,7 +208,7 @@ class LedgersMixin(StoreBase):
         await self._write(op)
 
     async def clear_unreachable(self, platform: str, chat_id: str) -> bool:
-        async def op(conn: aiosqlite.Connection) -> bool:
+        async def op(conn: Conn) -> bool:
             cur = await conn.execute(
                 "DELETE FROM unreachable_chats WHERE platform = ? AND chat_id = ?",
                 (platform, str(chat_id)),

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import aiosqlite
-
 from storage.base import StoreBase, fetch_session, session_from_row
 from storage.messages import insert_rows
 from storage.sessions import ROUTING_COLUMNS, insert_session
+from storage.syncconn import Conn
 from storage.titles import sanitize_title
 from storage.types import Session
 
@@ -21,7 +20,7 @@ _COPY_COLS = (
 
 
 async def copy_active_rows(
-    conn: aiosqlite.Connection,
+    conn: Conn,
     src_id: str,
     dst_id: str,
     *,
@@ -40,7 +39,7 @@ async def copy_active_rows(
     return await insert_rows(conn, [(dst_id, *tuple(r)) for r in rows])
 
 
-async def _tip_on(conn: aiosqlite.Connection, session_id: str) -> str:
+async def _tip_on(conn: Conn, session_id: str) -> str:
     current, seen = session_id, {session_id}
     for _ in range(MAX_HOPS):
         rows = list(
@@ -65,7 +64,7 @@ class LineageMixin(StoreBase):
     async def ancestors(self, session_id: str) -> list[Session]:
         """Parent, grandparent, … (nearest first); empty for a root or unknown id."""
 
-        async def fn(conn: aiosqlite.Connection) -> list[Session]:
+        async def fn(conn: Conn) -> list[Session]:
             out: list[Session] = []
             seen = {session_id}
             current = session_id
@@ -100,7 +99,7 @@ class LineageMixin(StoreBase):
 
         Branches are not followed."""
 
-        async def fn(conn: aiosqlite.Connection) -> str:
+        async def fn(conn: Conn) -> str:
             return await _tip_on(conn, session_id)
 
         return await self._read(fn)
@@ -108,7 +107,7 @@ class LineageMixin(StoreBase):
     async def resolve(self, title_or_id: str) -> Session | None:
         """A session id or exact title → the tip of its compression lineage (or None)."""
 
-        async def fn(conn: aiosqlite.Connection) -> Session | None:
+        async def fn(conn: Conn) -> Session | None:
             rows = list(
                 await conn.execute_fetchall(
                     "SELECT id FROM sessions WHERE id = ?", (title_or_id.strip(),)
@@ -133,7 +132,7 @@ class LineageMixin(StoreBase):
 
         Raises `SessionNotFoundError`, `TitleInUseError`."""
 
-        async def op(conn: aiosqlite.Connection) -> Session:
+        async def op(conn: Conn) -> Session:
             src = await fetch_session(conn, session_id)
             now = self._clock()
             values = {c: getattr(src, c) for c in ROUTING_COLUMNS}

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
 from typing import Any
-
-import aiosqlite
 
 from storage.base import StoreBase
 from storage.codec import MESSAGE_COLUMNS, message_to_row, row_to_message
 from storage.errors import SessionNotFoundError
+from storage.syncconn import Conn
 
 __all__ = ["MessagesMixin", "APPEND_KEY", "append_merged", "insert_rows"]
 
@@ -21,7 +21,7 @@ _VISIBLE_COLS = f"id, {MESSAGE_COLUMNS}"
 
 
 async def insert_rows(
-    conn: aiosqlite.Connection, rows: list[tuple[Any, ...]]
+    conn: Conn, rows: list[tuple[Any, ...]]
 ) -> list[int]:
     """Insert prepared rows (in order) inside the caller's transaction; returns their ids.
 
@@ -42,7 +42,7 @@ async def insert_rows(
 
 
 async def append_merged(
-    conn: aiosqlite.Connection, payloads: list[tuple[str, list[tuple[Any, ...]], float]]
+    conn: Conn, payloads: list[tuple[str, list[tuple[Any, ...]], float]]
 ) -> list[list[int]]:
     """Run several queued appends as one insert; one id list per payload."""
     flat = [row for _, rows, _ in payloads for row in rows]
@@ -80,7 +80,7 @@ class MessagesMixin(StoreBase):
             result: list[int] = await self._writer.submit_merged(
                 APPEND_KEY, (session_id, rows, now)
             )
-        except aiosqlite.IntegrityError as exc:
+        except sqlite3.IntegrityError as exc:
             if "FOREIGN KEY" in str(exc):
                 raise SessionNotFoundError(session_id) from None
             raise
@@ -123,7 +123,7 @@ class MessagesMixin(StoreBase):
     async def set_platform_message_id(self, message_id: int, platform_message_id: str) -> bool:
         """Attach the platform's id to a stored message; returns whether the row exists."""
 
-        async def op(conn: aiosqlite.Connection) -> bool:
+        async def op(conn: Conn) -> bool:
             cur = await conn.execute(
                 "UPDATE messages SET platform_message_id = ? WHERE id = ?",
                 (str(platform_message_id), message_id),
@@ -139,7 +139,7 @@ class MessagesMixin(StoreBase):
         hidden messages in order (empty when there is nothing to rewind)."""
         n = max(1, int(n_user_turns))
 
-        async def op(conn: aiosqlite.Connection) -> list[dict[str, Any]]:
+        async def op(conn: Conn) -> list[dict[str, Any]]:
             users = list(
                 await conn.execute_fetchall(
                     "SELECT id FROM messages WHERE session_id = ? AND active = 1"

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import aiosqlite
-
 from storage.base import StoreBase
+from storage.syncconn import Conn
 from storage.types import OutboxItem
 
 __all__ = ["OpsMixin"]
@@ -14,7 +13,7 @@ class OpsMixin(StoreBase):
     async def writable(self) -> bool:
         """True when a write transaction commits (the `/readyz` storage probe). Never raises."""
 
-        async def op(conn: aiosqlite.Connection) -> bool:
+        async def op(conn: Conn) -> bool:
             await conn.execute("UPDATE cursors SET value = value WHERE name = '__probe__'")
             return True
 

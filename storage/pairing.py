@@ -5,10 +5,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-import aiosqlite
-
 from storage.base import StoreBase
 from storage.codec import scrub
+from storage.syncconn import Conn
 from storage.types import ApprovedUser, PairingCode, row_to
 
 __all__ = ["PairingMixin", "CODE_ALPHABET", "hash_code"]
@@ -31,7 +30,7 @@ class PairingMixin(StoreBase):
         """Create a code for `user_id` and return the plaintext (only its hash is stored)."""
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(length))
 
-        async def op(conn: aiosqlite.Connection) -> None:
+        async def op(conn: Conn) -> None:
             now = self._clock()
             await conn.execute(
                 "INSERT INTO pairing_codes(platform, code_hash, user_id, display, created_at,"
@@ -45,7 +44,7 @@ class PairingMixin(StoreBase):
     async def approve_pairing_code(self, platform: str, code: str) -> ApprovedUser | None:
         """Approve the user behind an unexpired, unused code; None when no such code."""
 
-        async def op(conn: aiosqlite.Connection) -> ApprovedUser | None:
+        async def op(conn: Conn) -> ApprovedUser | None:
             now = self._clock()
             rows = list(
                 await conn.execute_fetchall(
@@ -93,7 +92,7 @@ class PairingMixin(StoreBase):
     async def revoke_user(self, platform: str, user_id: str) -> bool:
         """Remove an approval and the user's open codes; returns whether one was removed."""
 
-        async def op(conn: aiosqlite.Connection) -> bool:
+        async def op(conn: Conn) -> bool:
             cur = await conn.execute(
                 "DELETE FROM approved_users WHERE platform = ? AND user_id = ?",
                 (platform, str(user_id)),

@@ -13,12 +13,11 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-import aiosqlite
-
 from storage.base import StoreBase
 from storage.codec import preview
 from storage.fts_query import ParsedQuery, parse_query
 from storage.snippets import make_snippet, term_patterns
+from storage.syncconn import Conn
 from storage.types import MessagePreview, SearchHit
 
 __all__ = ["SearchMixin", "CANDIDATES", "PROBE", "HIGHLIGHT"]
@@ -47,7 +46,7 @@ def _filters(
 
 
 async def _ranked(
-    conn: aiosqlite.Connection,
+    conn: Conn,
     table: str,
     expr: str,
     filters: tuple[str, list[Any]],
@@ -92,7 +91,7 @@ def _like_escape(text: str) -> str:
 
 
 async def _like(
-    conn: aiosqlite.Connection,
+    conn: Conn,
     pq: ParsedQuery,
     filters: tuple[str, list[Any]],
     limit: int,
@@ -113,7 +112,7 @@ async def _like(
 
 
 async def _context(
-    conn: aiosqlite.Connection, found: list[tuple[int, float, bool]], pq: ParsedQuery
+    conn: Conn, found: list[tuple[int, float, bool]], pq: ParsedQuery
 ) -> list[SearchHit]:
     ids = [f[0] for f in found]
     marks = ", ".join("?" * len(ids))
@@ -188,7 +187,7 @@ class SearchMixin(StoreBase):
         limit = max(1, min(int(limit), 200))
         filters = _filters(source, session_id, roles)
 
-        async def fn(conn: aiosqlite.Connection) -> list[SearchHit]:
+        async def fn(conn: Conn) -> list[SearchHit]:
             found: list[tuple[int, float, bool]] = []
             if not pq.cjk:
                 words = await _ranked(conn, "messages_fts", pq.fts5(), filters, limit, set())

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiosqlite
-
 from storage.base import UNSET, StoreBase, fetch_session, session_from_row
 from storage.codec import new_session_id, scrub
 from storage.errors import SessionNotFoundError, TitleInUseError
+from storage.syncconn import Conn
 from storage.titles import next_lineage_title_on, sanitize_title
 from storage.types import GuardState, Session
 
@@ -44,7 +43,7 @@ _GUARD_COLUMNS = (
 
 
 async def insert_session(
-    conn: aiosqlite.Connection, values: dict[str, Any], now: float
+    conn: Conn, values: dict[str, Any], now: float
 ) -> str:
     """Insert a session row through `conn` (inside the caller's transaction); returns the id.
 
@@ -69,7 +68,7 @@ async def insert_session(
 
 
 async def _is_compression_ancestor(
-    conn: aiosqlite.Connection, ancestor_id: str, session_id: str
+    conn: Conn, ancestor_id: str, session_id: str
 ) -> bool:
     seen: set[str] = set()
     current = session_id
@@ -91,7 +90,7 @@ async def _is_compression_ancestor(
 
 
 async def _claim_title(
-    conn: aiosqlite.Connection, session_id: str, title: str, *, allow_ancestor: bool
+    conn: Conn, session_id: str, title: str, *, allow_ancestor: bool
 ) -> None:
     rows = list(
         await conn.execute_fetchall(
@@ -135,7 +134,7 @@ class SessionsMixin(StoreBase):
         """
         values = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
 
-        async def op(conn: aiosqlite.Connection) -> Session:
+        async def op(conn: Conn) -> Session:
             sid = await insert_session(conn, values, self._clock())
             return await fetch_session(conn, sid)
 
@@ -188,7 +187,7 @@ class SessionsMixin(StoreBase):
     async def end_session(self, session_id: str, reason: str) -> bool:
         """End a live session; the first end_reason wins. Returns whether this call ended it."""
 
-        async def op(conn: aiosqlite.Connection) -> bool:
+        async def op(conn: Conn) -> bool:
             cur = await conn.execute(
                 "UPDATE sessions SET ended_at = ?, end_reason = ?"
                 " WHERE id = ? AND ended_at IS NULL",
@@ -201,7 +200,7 @@ class SessionsMixin(StoreBase):
     async def reopen_session(self, session_id: str) -> bool:
         """Clear ended_at/end_reason. Returns whether the session was ended before."""
 
-        async def op(conn: aiosqlite.Connection) -> bool:
+        async def op(conn: Conn) -> bool:
             cur = await conn.execute(
                 "UPDATE sessions SET ended_at = NULL, end_reason = NULL"
                 " WHERE id = ? AND ended_at IS NOT NULL",
@@ -220,7 +219,7 @@ class SessionsMixin(StoreBase):
         """
         clean = sanitize_title(title)
 
-        async def op(conn: aiosqlite.Connection) -> str | None:
+        async def op(conn: Conn) -> str | None:
             await fetch_session(conn, session_id)
             if clean is not None:
                 await _claim_title(conn, session_id, clean, allow_ancestor=True)
@@ -233,7 +232,7 @@ class SessionsMixin(StoreBase):
         """"Fix CI" → "Fix CI #2" → "Fix CI #3" (next free number of the family)."""
         clean = sanitize_title(title) or ""
 
-        async def fn(conn: aiosqlite.Connection) -> str:
+        async def fn(conn: Conn) -> str:
             return await next_lineage_title_on(conn, clean)
 
         return await self._read(fn)
@@ -256,7 +255,7 @@ class SessionsMixin(StoreBase):
             return
         sets = ", ".join(f"{k} = ?" for k in fields)
 
-        async def op(conn: aiosqlite.Connection) -> None:
+        async def op(conn: Conn) -> None:
             cur = await conn.execute(
                 f"UPDATE sessions SET {sets} WHERE id = ?", (*fields.values(), session_id)
             )
@@ -277,11 +276,18 @@ class SessionsMixin(StoreBase):
         api_calls: int = 1,
         last_prompt_tokens: int | None = None,
         cost_usd: float | None = None,
-    ) -> None:
-        """Add one model call's usage to the counters and stamp last_activity."""
+    ) -> GuardState:
+        """Add one turn's usage to the counters and stamp last_activity. Returns the
+        compression guard state as it was just before this update (read in the same
+        transaction). Raises `SessionNotFoundError`."""
 
-        async def op(conn: aiosqlite.Connection) -> None:
-            cur = await conn.execute(
+        async def op(conn: Conn) -> GuardState:
+            before = await conn.execute_fetchall(
+                f"SELECT id, {', '.join(_GUARD_COLUMNS)} FROM sessions WHERE id = ?",
+                (session_id,))
+            if not before:
+                raise SessionNotFoundError(session_id)
+            await conn.execute(
                 "UPDATE sessions SET input_tokens = input_tokens + ?,"
                 " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
                 " cache_write_tokens = cache_write_tokens + ?,"
@@ -304,10 +310,9 @@ class SessionsMixin(StoreBase):
                     session_id,
                 ),
             )
-            if cur.rowcount == 0:
-                raise SessionNotFoundError(session_id)
+            return _guard(before[0])
 
-        await self._write(op)
+        return await self._write(op)  # type: ignore[no-any-return]
 
     async def get_guard(self, session_id: str) -> GuardState:
         """The compression guard state, read fresh. Raises `SessionNotFoundError`."""
@@ -343,7 +348,7 @@ class SessionsMixin(StoreBase):
             if v is not UNSET
         }
 
-        async def op(conn: aiosqlite.Connection) -> GuardState:
+        async def op(conn: Conn) -> GuardState:
             if given:
                 sets = ", ".join(f"{k} = ?" for k in given)
                 await conn.execute(

@@ -13,6 +13,7 @@ from storage.db import ReaderPool, Writer, prepare_database
 from storage.leases import LeasesMixin
 from storage.ledgers import LedgersMixin
 from storage.lineage import LineageMixin
+from storage.live import LiveMixin
 from storage.messages import APPEND_KEY, MessagesMixin, append_merged
 from storage.ops import OpsMixin
 from storage.pairing import PairingMixin
@@ -26,6 +27,7 @@ class StateStore(
     SessionsMixin,
     MessagesMixin,
     LineageMixin,
+    LiveMixin,
     SearchMixin,
     LeasesMixin,
     CompactionMixin,

@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-import aiosqlite
-
 from storage.errors import InvalidTitleError
+from storage.syncconn import Conn
 
 __all__ = ["MAX_TITLE_LEN", "sanitize_title", "split_number", "next_lineage_title_on"]
 
@@ -47,7 +46,7 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-async def next_lineage_title_on(conn: aiosqlite.Connection, title: str) -> str:
+async def next_lineage_title_on(conn: Conn, title: str) -> str:
     """The next free numbered title of `title`'s family, read through `conn`."""
     base, _ = split_number(title)
     rows = await conn.execute_fetchall(

@@ -13,7 +13,7 @@ from agent_core.compression import ContextEngine
 from gateway.compression.guardstate import JUST_COMPACTED, from_stored, to_fields
 from gateway.compression.outcome import JobOutcome
 from gateway.compression.pool import CompressionPool
-from storage import StateStore, StorageError
+from storage import GuardState, StateStore, StorageError
 
 __all__ = ["CompressionService"]
 
@@ -58,13 +58,17 @@ class CompressionService:
         done, _ = await asyncio.wait({fut}, timeout=max(0.0, within_s))
         return bool(done)
 
-    async def after_turn(self, session_id: str, prompt_tokens: int | None) -> None:
+    async def after_turn(self, session_id: str, prompt_tokens: int | None,
+                         stored: GuardState | None = None) -> None:
         """Judge a pending compression with the real prompt size, persist the guards, and
-        queue a job when the engine says so. Never waits for a job; must not raise."""
+        queue a job when the engine says so. `stored` is the guard state the turn began with
+        when the caller already has it (read fresh otherwise). Never waits for a job; must
+        not raise."""
         if not self.enabled or not prompt_tokens or prompt_tokens <= 0:
             return
         try:
-            stored = await self.store.get_guard(session_id)
+            if stored is None:
+                stored = await self.store.get_guard(session_id)
             before = from_stored(stored)
             guards = self.engine.update_from_response({"prompt_tokens": prompt_tokens}, before)
             if guards != before or stored.last_prompt_tokens == JUST_COMPACTED:

@@ -40,7 +40,9 @@ class CompressionHook(Protocol):
 
     async def wait_idle(self, session_id: str, within_s: float) -> bool: ...
 
-    async def after_turn(self, session_id: str, prompt_tokens: int | None) -> None: ...
+    async def after_turn(self, session_id: str, prompt_tokens: int | None,
+                         stored: Any = None) -> None:
+        """`stored`: the session's guard state from before the turn's usage was recorded."""
 
     async def compress_for_overflow(self, session_id: str) -> str | None:
         """Compress now (forced); returns the session id to continue in, or None."""
@@ -203,14 +205,14 @@ class TurnService:
         if self.compression is not None and not await self.compression.wait_idle(
                 session.id, self._s.compression_wait_s):
             log.info("turn_proceeds_uncompressed", session_id=session.id)
-        # A compression may have rotated the session meanwhile; follow it, but do not apply
-        # the reset policy a second time (it would reset the session just created).
-        session = await self._live(session)
+        # A compression may have rotated the session meanwhile: the store follows it to the
+        # tip (the reset policy is not applied a second time; it would reset the new child).
         self.on_turn_started(key)
         recovered = isinstance(last.raw, dict) and last.raw.get("recovered_message_id")
+        sid = session.id
         if not recovered:
-            await self._store.append_messages(session.id, [_user_message(events)])
-        history = await self._store.load_history(session.id)
+            sid, _ = await self._store.append_live(sid, [_user_message(events)])
+        session, history = await self._store.live_history(sid)
         with bind_context(session_id=session.id):
             await self._run_agent(session, history, target, interrupt, key=key)
 
@@ -260,8 +262,9 @@ class TurnService:
                         target, shown.final(terminal.text), session_id=session.id,
                         preview_message_id=consumer.message_id if consumer else None)
                 if terminal.messages:
-                    session = await self._live(session)
-                    await self._store.append_messages(session.id, list(terminal.messages))
+                    sid, _ = await self._store.append_live(session.id, list(terminal.messages))
+                    if sid != session.id:
+                        session = await self._store.get_session(sid) or session
                 if (isinstance(terminal, ae.CompressionNeeded) and not continued
                         and self.compression is not None):
                     continued = True
@@ -289,9 +292,10 @@ class TurnService:
                 typing.cancel()
             if consumer is not None:
                 await consumer.stop_streaming()
-            # Bookkeeping after the reply, submitted together (one writer transaction).
-            await asyncio.gather(self._record_usage(session.id, shown),
-                                 self._after_turn(session, outcome == "ok", shown))
+            # Bookkeeping after the reply: the usage write hands back the guard state the
+            # compression check needs (no read of its own, no race with the write).
+            stored = await self._record_usage(session.id, shown)
+            await self._after_turn(session, outcome == "ok", shown, stored)
             if self._metrics is not None:
                 self._metrics.observe_turn(time.monotonic() - started, outcome=outcome)
 
@@ -315,27 +319,22 @@ class TurnService:
         await self._delivery.deliver_final(target, text, session_id=session.id,
                                            consumer=consumer)
 
-    async def _live(self, session: Any) -> Any:
-        """The session to write to: a compression that committed during the turn rotated it
-        into a child, and the turn's messages belong at the tip of the lineage."""
-        fresh = await self._store.get_session(session.id)
-        if fresh is not None and fresh.ended_at is not None and fresh.end_reason == "compression":
-            tip = await self._store.get_session(await self._store.tip(session.id))
-            return tip or fresh
-        return fresh or session
-
-    async def _after_turn(self, session: Any, ok: bool, shown: TurnTranscript) -> None:
+    async def _after_turn(self, session: Any, ok: bool, shown: TurnTranscript,
+                          stored: Any) -> None:
         """After a completed turn, the compression scheduler judges the real prompt size."""
         if ok and self.compression is not None:
             last = shown.usage[-1].prompt_tokens if shown.usage else None
-            await self.compression.after_turn(session.id, last)
+            await self.compression.after_turn(session.id, last, stored)
 
-    async def _record_usage(self, session_id: str, shown: TurnTranscript) -> None:
+    async def _record_usage(self, session_id: str, shown: TurnTranscript) -> Any:
+        """Add the turn's usage; returns the guard state from before it (None when nothing
+        was recorded)."""
         if not shown.usage:
-            return
+            return None
         u = shown.usage
+        stored = None
         try:
-            await self._store.add_usage(
+            stored = await self._store.add_usage(
                 session_id,
                 input_tokens=sum(x.prompt_tokens for x in u),
                 output_tokens=sum(x.completion_tokens for x in u),
@@ -349,6 +348,7 @@ class TurnService:
         if self._metrics is not None:
             self._metrics.add_tokens(prompt=sum(x.prompt_tokens for x in u),
                                      completion=sum(x.completion_tokens for x in u))
+        return stored
 
 
 def _progress_line(policy: str, seen: list[str], name: str) -> str | None:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tests.fakes.openai_server import FakeOpenAIServer, call, hang, text, tool_calls
+from tests.fakes.openai_server import FakeOpenAIServer, Reply, call, hang, text, tool_calls
 from tests.integration.harness import gateway
 
 
@@ -259,3 +259,25 @@ async def test_no_adapter_connected_for_the_window_exits_1_for_the_service_manag
         ensure_profile_dirs(ProfilePaths(tmp_path)), adapters={"fake": fake}, health_port=0)
     code = await asyncio.wait_for(runner.run(), 20)
     assert code == 1
+
+
+async def test_the_turn_after_a_compaction_judges_it_with_that_turns_prompt(tmp_path, model):
+    # One ineffective compaction already, and the last one awaits its verdict: the next turn's
+    # real prompt (still over the threshold) must be judged against it, so the session is
+    # now blocked from compressing again, not compressed a third time.
+    async with gateway(tmp_path, model, providers__main__context_length=16000,
+                       compression__threshold_tokens=3000) as (runner, fake):
+        model.enqueue(text("hello back"))
+        await fake.inject("hello", chat_id="c1", user_id="u1")
+        await fake.wait_turns(1)
+        session = await runner.store.find_by_session_key("fake:dm:c1")
+        await runner.store.update_guard(session.id, ineffective_count=1, last_prompt_tokens=-1)
+        model.enqueue(Reply(text="still big", usage={
+            "prompt_tokens": 5000, "completion_tokens": 3, "total_tokens": 5003}))
+        await fake.inject("next", chat_id="c1", user_id="u1")
+        await fake.wait_turns(2)
+        guard = await runner.store.get_guard(session.id)
+        assert guard.ineffective_count == 2
+        assert guard.last_prompt_tokens == 5000
+        assert runner.compression.pool.active(session.id) is None
+        assert (await runner.store.get_session(session.id)).ended_at is None

@@ -1,0 +1,72 @@
+"""The turn's own storage calls: append to the live tip, read the live session with history.
+
+A compression that commits while a turn runs rotates the session into a child; the turn's
+messages belong at the tip of that lineage. These calls follow the rotation inside the same
+hand-off as the write or read, so a turn needs no separate "where do I write now" reads.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from storage.base import StoreBase, fetch_session
+from storage.codec import MESSAGE_COLUMNS, message_to_row, row_to_message
+from storage.errors import SessionNotFoundError
+from storage.lineage import _tip_on
+from storage.messages import insert_rows
+from storage.syncconn import Conn
+from storage.types import Session
+
+__all__ = ["LiveMixin"]
+
+
+class LiveMixin(StoreBase):
+    async def append_live(
+        self, session_id: str, messages: list[dict[str, Any]]
+    ) -> tuple[str, list[int]]:
+        """Append `messages` (in order) to `session_id`, or to the newest continuation of its
+        compression lineage when it was rotated. Returns (the session written to, the ids).
+
+        Durable when this returns. Raises `ValueError` for a message without a role and
+        `SessionNotFoundError` when the session does not exist.
+        """
+        if not messages:
+            return session_id, []
+        now = self._clock()
+        rows = [message_to_row(session_id, m, now) for m in messages]
+
+        async def op(conn: Conn) -> tuple[str, list[int]]:
+            sid = await _tip_on(conn, session_id)
+            cur = await conn.execute(
+                "UPDATE sessions SET message_count = message_count + ?, last_activity = ?"
+                " WHERE id = ?", (len(rows), now, sid))
+            if cur.rowcount == 0:
+                raise SessionNotFoundError(session_id)
+            moved = rows if sid == session_id else [(sid, *r[1:]) for r in rows]
+            return sid, await insert_rows(conn, moved)
+
+        try:
+            result: tuple[str, list[int]] = await self._write(op)
+        except sqlite3.IntegrityError as exc:
+            if "FOREIGN KEY" in str(exc):
+                raise SessionNotFoundError(session_id) from None
+            raise
+        return result
+
+    async def live_history(self, session_id: str) -> tuple[Session, list[dict[str, Any]]]:
+        """The live tip of `session_id`'s compression lineage and its active transcript, read
+        together. Raises `SessionNotFoundError`."""
+
+        async def fn(conn: Conn) -> tuple[Session, list[dict[str, Any]]]:
+            await conn.execute("BEGIN")  # one snapshot for the three statements
+            try:
+                session = await fetch_session(conn, await _tip_on(conn, session_id))
+                rows = await conn.execute_fetchall(
+                    f"SELECT id, {MESSAGE_COLUMNS} FROM messages"
+                    " WHERE session_id = ? AND active = 1 ORDER BY id", (session.id,))
+            finally:
+                await conn.execute("COMMIT")
+            return session, [row_to_message(r) for r in rows]
+
+        return await self._read(fn)

@@ -1,0 +1,90 @@
+"""The turn's storage calls (append to the live tip, session + history in one read), usage
+returning the guard state, and operations that run whole in the connection's thread."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from _storage_testlib import turn
+
+from storage import SessionNotFoundError, StateStore
+from storage.syncconn import Conn, SuspendedOperationError
+
+
+async def _rotated(store: StateStore) -> tuple[str, str]:
+    parent = await store.create_session(source="fake", session_key="fake:dm:c1")
+    await store.append_messages(parent.id, turn("old question", "old answer"))
+    child = await store.create_session(source="fake", session_key="fake:dm:c1",
+                                       parent_session_id=parent.id, lineage_kind="compression")
+    await store.append_messages(child.id, [{"role": "user", "content": "summary"}])
+    await store.end_session(parent.id, "compression")
+    return parent.id, child.id
+
+
+async def test_append_live_follows_a_rotation_to_the_tip(store: StateStore) -> None:
+    parent, child = await _rotated(store)
+    sid, ids = await store.append_live(parent, turn("late question", "late answer"))
+    assert sid == child and len(ids) == 2
+    assert [m["content"] for m in await store.load_history(child)] == [
+        "summary", "late question", "late answer"]
+    assert [m["content"] for m in await store.load_history(parent)] == [
+        "old question", "old answer"]
+    assert (await store.get_session(child)).message_count == 3
+
+
+async def test_append_live_on_a_live_session_writes_there(store: StateStore) -> None:
+    s = await store.create_session(source="fake")
+    sid, ids = await store.append_live(s.id, turn("q", "a"))
+    assert sid == s.id
+    assert [m["_id"] for m in await store.load_history(s.id)] == ids
+
+
+async def test_append_live_errors(store: StateStore) -> None:
+    with pytest.raises(SessionNotFoundError):
+        await store.append_live("missing", turn("q", "a"))
+    s = await store.create_session(source="fake")
+    with pytest.raises(ValueError):
+        await store.append_live(s.id, [{"content": "no role"}])
+    assert await store.load_history(s.id) == []
+
+
+async def test_live_history_reads_the_tip_and_its_transcript(store: StateStore) -> None:
+    parent, child = await _rotated(store)
+    session, history = await store.live_history(parent)
+    assert session.id == child
+    assert [m["content"] for m in history] == ["summary"]
+    with pytest.raises(SessionNotFoundError):
+        await store.live_history("missing")
+
+
+async def test_add_usage_returns_the_guard_state_from_before(store: StateStore) -> None:
+    s = await store.create_session(source="fake")
+    await store.update_guard(s.id, last_prompt_tokens=-1, ineffective_count=1)
+    before = await store.add_usage(s.id, input_tokens=5000, output_tokens=3,
+                                   last_prompt_tokens=5000)
+    assert before.last_prompt_tokens == -1 and before.ineffective_count == 1
+    after = await store.get_guard(s.id)
+    assert after.last_prompt_tokens == 5000
+    assert (await store.get_session(s.id)).input_tokens == 5000
+    with pytest.raises(SessionNotFoundError):
+        await store.add_usage("missing", input_tokens=1)
+
+
+async def test_an_operation_that_suspends_fails_alone(store: StateStore) -> None:
+    s = await store.create_session(source="fake")
+
+    async def bad(conn: Conn) -> None:
+        await conn.execute("UPDATE sessions SET title = 'half-done' WHERE id = ?", (s.id,))
+        await asyncio.sleep(0)  # not a connection call: refused, and its write undone
+
+    results = await asyncio.gather(
+        store.append_messages(s.id, turn("keep 1", "ok")),
+        store._write(bad),
+        store.append_messages(s.id, turn("keep 2", "ok")),
+        return_exceptions=True,
+    )
+    assert isinstance(results[1], SuspendedOperationError)
+    assert [m["content"] for m in await store.load_history(s.id)] == [
+        "keep 1", "ok", "keep 2", "ok"]
+    assert (await store.get_session(s.id)).title is None
