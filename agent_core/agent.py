@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -196,8 +197,9 @@ class Agent:
         self._steers = []
         self._steered = 0
         try:
-            async for event in self._turn(history, user_message, signal):
-                yield event
+            async with aclosing(self._turn(history, user_message, signal)) as events:
+                async for event in events:
+                    yield event
         finally:
             if self._signal is signal:
                 self._signal = None
@@ -232,9 +234,11 @@ class Agent:
             if not budget.consume():
                 break
             outcome: list[Any] = []
-            async for ev in self._model_call([self._system_message(), *wire], tools, signal,
-                                             routing, outcome):
-                yield ev
+            call = self._model_call([self._system_message(), *wire], tools, signal, routing,
+                                    outcome)
+            async with aclosing(call) as events:
+                async for ev in events:
+                    yield ev
             result = outcome[0]
             if not isinstance(result, ModelResponse):
                 yield self._terminal(result, signal, added, wire)
@@ -243,8 +247,9 @@ class Agent:
             if not result.tool_calls:
                 yield Final(result.text, added, budget.used)
                 return
-            async for ev in self._run_tools(result.tool_calls, ctx, signal, append):
-                yield ev
+            async with aclosing(self._run_tools(result.tool_calls, ctx, signal, append)) as events:
+                async for ev in events:
+                    yield ev
             budget.refund_for_batch(c.name for c in result.tool_calls)
             if self._steers and not signal.is_set:
                 texts, self._steers = self._steers, []
@@ -256,8 +261,9 @@ class Agent:
                      "asking the model for a final summary")
         request = [self._system_message(), *wire, {"role": "user", "content": SUMMARY_REQUEST}]
         outcome = []
-        async for ev in self._model_call(request, None, signal, routing, outcome):
-            yield ev
+        async with aclosing(self._model_call(request, None, signal, routing, outcome)) as events:
+            async for ev in events:
+                yield ev
         result = outcome[0]
         if not isinstance(result, ModelResponse):
             yield self._terminal(result, signal, added, wire)
@@ -274,15 +280,16 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         """Stream one model call; its outcome (response, failure, interrupt) lands in `outcome`."""
         partial: list[str] = []
-        async for item in self._caller.call(request, tools, signal, routing):
-            if isinstance(item, ModelResponse) or isinstance(item, CallFailed) or item is CALL_INTERRUPTED:
-                outcome.append(item if item is not CALL_INTERRUPTED else ("".join(partial),))
-                return
-            if isinstance(item, TextDelta):
-                partial.append(item.text)
-            elif isinstance(item, Status) and item.kind == "stream_reset":
-                partial.clear()
-            yield item
+        async with aclosing(self._caller.call(request, tools, signal, routing)) as events:
+            async for item in events:
+                if isinstance(item, ModelResponse | CallFailed) or item is CALL_INTERRUPTED:
+                    outcome.append(item if item is not CALL_INTERRUPTED else ("".join(partial),))
+                    return
+                if isinstance(item, TextDelta):
+                    partial.append(item.text)
+                elif isinstance(item, Status) and item.kind == "stream_reset":
+                    partial.clear()
+                yield item
         outcome.append(CallFailed(_internal_error("model call ended without an outcome")))
 
     def _terminal(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -135,21 +136,22 @@ class ModelCaller:
 
             streamed = False
             failure: BaseException | None = None
-            async for item in self._attempt(provider, cred, messages, tools, signal):
-                if isinstance(item, ModelResponse):
-                    provider.pool.report_success(cred)
-                    if item.usage is not None:
-                        yield item.usage
+            async with aclosing(self._attempt(provider, cred, messages, tools, signal)) as items:
+                async for item in items:
+                    if isinstance(item, ModelResponse):
+                        provider.pool.report_success(cred)
+                        if item.usage is not None:
+                            yield item.usage
+                        yield item
+                        return
+                    if item is CALL_INTERRUPTED:
+                        yield item
+                        return
+                    if isinstance(item, _Failed):
+                        failure = item.exc
+                        break
+                    streamed = True
                     yield item
-                    return
-                if item is CALL_INTERRUPTED:
-                    yield item
-                    return
-                if isinstance(item, _Failed):
-                    failure = item.exc
-                    break
-                streamed = True
-                yield item
             assert failure is not None
             err = classify(
                 failure,
