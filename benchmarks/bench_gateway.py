@@ -220,8 +220,41 @@ async def run_sessions(gw: Gateway, model: ModelProcess, sessions: int, per_sess
     await asyncio.gather(*(chat(i) for i in range(sessions)))
     wall = time.monotonic() - t0
     cpu = time.process_time() - cpu0
+    return await _collect(gw, model, marks, sessions, per_session, prefix, wall, cpu)
+
+
+async def run_paced(gw: Gateway, model: ModelProcess, sessions: int, per_session: int,
+                    rate: float, prefix: str) -> dict[str, Any]:
+    """Open load: `sessions` chats whose messages arrive at `rate` events/s in total (each
+    chat every `sessions / rate` seconds, chats evenly staggered); a chat whose previous
+    message is still unanswered sends the next one as soon as it is answered (order per
+    chat is kept). Latency measured below capacity shows what the gateway adds, not queueing
+    in the load generator (a closed loop of N chats only ever measures N / throughput)."""
+    marks: dict[str, tuple[float, float]] = {}
+    period = sessions / rate
+    start = time.monotonic() + 0.05
+
+    async def chat(i: int) -> None:
+        for j in range(per_session):
+            delay = start + (i / sessions + j) * period - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            token = f"{prefix}{i}.{j}"
+            marks[token] = await gw.adapter.ask(f"{prefix}{i}", token)
+
+    t0 = time.monotonic()
+    cpu0 = time.process_time()
+    await asyncio.gather(*(chat(i) for i in range(sessions)))
+    wall = time.monotonic() - t0
+    cpu = time.process_time() - cpu0
+    return await _collect(gw, model, marks, sessions, per_session, prefix, wall, cpu)
+
+
+async def _collect(gw: Gateway, model: ModelProcess, marks: dict[str, tuple[float, float]],
+                   sessions: int, per_session: int, prefix: str, wall: float,
+                   cpu: float) -> dict[str, Any]:
     times = await model.times()
-    added, inbound, outbound, e2e = [], [], [], []
+    added, inbound, outbound, e2e, later = [], [], [], [], []
     lost = [t for t in marks if t not in times]
     for token, (t_in, t_out) in marks.items():
         if token not in times:
@@ -231,10 +264,13 @@ async def run_sessions(gw: Gateway, model: ModelProcess, sessions: int, per_sess
         outbound.append(t_out - finished)
         added.append(inbound[-1] + outbound[-1])
         e2e.append(t_out - t_in)
+        if not token.endswith(".0"):
+            later.append(added[-1])
     order_ok = await _order_kept(gw, prefix, sessions, per_session)
     n = sessions * per_session
     return {"events": n, "wall": wall, "eps": n / wall, "added": added, "inbound": inbound,
-            "outbound": outbound, "e2e": e2e, "lost": len(lost) + (n - len(marks)),
+            "outbound": outbound, "e2e": e2e, "later": later,
+            "lost": len(lost) + (n - len(marks)),
             "order_ok": order_ok, "cpu": cpu}
 
 
@@ -267,6 +303,37 @@ async def baseline_roundtrip(model_url: str, n: int) -> list[float]:
         out.append(time.monotonic() - t0)
     await client.close()
     return out
+
+
+async def sdk_ceiling(model_url: str, n: int, concurrency: int = 100) -> tuple[float, float]:
+    """The openai SDK alone, the way the provider calls it (pre-encoded body, aiohttp
+    transport, chunks as dicts), `concurrency` streams at a time: (calls/s, CPU ms per call).
+    No gateway work at all: the ceiling of any one-process gateway that uses the SDK."""
+    import json
+
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=model_url, api_key="sk-bench", max_retries=0,
+                                http_client=openai.DefaultAioHttpClient())
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        body = json.dumps({"model": "fake-model", "stream": True, "messages": [
+            {"role": "user", "content": f"message ceil{i}"}]}).encode()
+        async with sem:
+            stream = await client.post(
+                "/chat/completions", cast_to=object, body=None, content=body, stream=True,
+                stream_cls=openai.AsyncStream[object],
+                options={"headers": {"Content-Type": "application/json"}})
+            async for _ in stream:
+                pass
+
+    await asyncio.gather(*(one(i) for i in range(50)))
+    t0, c0 = time.monotonic(), time.process_time()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    wall, cpu = time.monotonic() - t0, time.process_time() - c0
+    await client.close()
+    return n / wall, cpu / n * 1000
 
 
 async def idle_sessions(home: Path, model: ModelProcess, count: int) -> tuple[float, float]:
@@ -346,12 +413,16 @@ def ms(x: float) -> str:
     return f"{x * 1000:7.2f} ms"
 
 
-def report(name: str, r: dict[str, Any], base_p50: float) -> None:
-    print(f"\n{name}: {r['events']} events in {r['wall']:.2f} s = {r['eps']:,.0f} events/s; "
+def report(name: str, r: dict[str, Any], base_p50: float, ceiling: float = 0.0) -> None:
+    vs = f" = {r['eps'] / ceiling:.2f}x the SDK-alone ceiling" if ceiling else ""
+    print(f"\n{name}: {r['events']} events in {r['wall']:.2f} s = {r['eps']:,.0f} events/s{vs}; "
           f"lost {r['lost']}; order kept: {r['order_ok']}")
     print(f"  added latency  p50 {ms(pct(r['added'], 50))}  p99 {ms(pct(r['added'], 99))}"
           f"   (in→model p50 {ms(pct(r['inbound'], 50))}, model→final p50 "
           f"{ms(pct(r['outbound'], 50))})")
+    if r["later"] and len(r["later"]) < len(r["added"]):
+        print(f"  added, without each chat's first message (which creates its session): p50 "
+              f"{ms(pct(r['later'], 50))}  p99 {ms(pct(r['later'], 99))}")
     print(f"  end to end     p50 {ms(pct(r['e2e'], 50))}  p99 {ms(pct(r['e2e'], 99))}"
           f"   = {pct(r['e2e'], 50) / base_p50:.1f}x the bare model round trip")
     print(f"  gateway process CPU {r['cpu']:.2f} s = {r['cpu'] / r['events'] * 1000:.2f} ms per "
@@ -371,6 +442,10 @@ async def main_async(args: argparse.Namespace) -> None:
         base_p50 = statistics.median(base)
         print(f"baseline: bare model round trip via the openai SDK p50 {ms(base_p50)} "
               f"p99 {ms(pct(base, 99))} ({1 / base_p50:,.0f} sequential calls/s)")
+        ceil_rate, ceil_cpu = await sdk_ceiling(model.base_url, 500 if quick else 3000)
+        await model.times()
+        print(f"ceiling: the openai SDK alone, 100 streams at a time: {ceil_rate:,.0f} calls/s, "
+              f"{ceil_cpu:.2f} ms CPU per call in this process (no gateway work)")
 
         n1 = 100 if quick else 300  # one growing history: each turn resends all of it
         sessions = 100 if quick else 1000
@@ -384,11 +459,20 @@ async def main_async(args: argparse.Namespace) -> None:
                 prof.enable()
             one = await run_sessions(gw, model, 1, n1, "one")
             many = await run_sessions(gw, model, sessions, 10, "many")
+            paced_rate = round(many["eps"] * 0.5)
+            paced = await run_paced(gw, model, sessions, 10 if not quick else 3, paced_rate,
+                                    "paced")
             if args.profile:
                 prof.disable()
                 pstats.Stats(prof).sort_stats("cumulative").print_stats("work/main|openai|httpx2|aiosqlite", 60)
         report(f"1 session x {n1} messages", one, base_p50)
-        report(f"{sessions} concurrent sessions x 10 messages", many, base_p50)
+        report(f"{sessions} concurrent sessions x 10 messages (closed loop: each chat sends its "
+               "next message when answered)", many, base_p50, ceil_rate)
+        report(f"{sessions} sessions x {10 if not quick else 3} messages, open load at "
+               f"{paced_rate} events/s (half the closed-loop throughput)", paced, base_p50)
+        print(f"  (closed loop: {sessions} chats always waiting means latency = {sessions} / "
+              "throughput by Little's law; the open-load run shows the latency the gateway "
+              "adds below saturation)")
 
         idle_n = 1000 if quick else 10_000
         parked, freed = await idle_sessions(tmp / "p2", model, idle_n)
