@@ -58,6 +58,9 @@ def _model_process(conn: Any) -> None:
         return ""
 
     async def main() -> None:
+        # The fake keeps every request it served: its own collector's pauses over that
+        # growing heap would show up as "added" latency of the gateway. Not what we measure.
+        gc.disable()
         server = FakeOpenAIServer(responder=lambda r: Reply(text=f"ok {token_of(r)}"))
         await server.start()
         conn.send(server.base_url)
@@ -198,7 +201,10 @@ class Gateway:
                                     adapters={"bench": self.adapter}, take_locks=False)
 
     async def __aenter__(self) -> Gateway:
+        from gateway.runner import settle_heap
+
         await self.runner.start()
+        settle_heap()  # as `GatewayRunner.run` does once started
         return self
 
     async def __aexit__(self, *exc: object) -> None:
