@@ -1,10 +1,11 @@
 """Connections, the single writer (group commit) and the read pool.
 
 All writes of a process go through one `Writer`: callers submit an operation (a coroutine
-function that receives the writer's connection) and await its result. The writer task takes
+function that receives a `storage.syncconn.Conn`) and await its result. The writer task takes
 every queued operation, runs them in ONE `BEGIN IMMEDIATE` transaction (each inside its own
-savepoint, so one failing operation does not undo the others) and commits once. Consecutive
-operations that share a merge key (message appends) are run as one merged call.
+savepoint, so one failing operation does not undo the others) and commits once; the whole
+batch runs in the connection's thread in a single hand-off. Consecutive operations that share
+a merge key (message appends) are run as one merged call.
 
 Another process writing the same file shows up as SQLITE_BUSY; the writer waits through
 `busy_timeout`, then retries the whole batch with jittered back-off. Callers never see
