@@ -30,6 +30,7 @@ def session_from_row(row: sqlite3.Row) -> Session:
     data = {k: row[k] for k in row.keys() if k in Session.__dataclass_fields__}
     data["archived"] = bool(data.get("archived"))
     data["pinned"] = bool(data.get("pinned"))
+    data["verify_pending"] = bool(data.get("verify_pending"))
     return Session(**data)
 
 

@@ -28,6 +28,8 @@ _CARRIED = (
     "fallback_streak",
     "ineffective_count",
     "last_prompt_tokens",
+    "failure_streak",
+    "verify_pending",
 )
 
 

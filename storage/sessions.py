@@ -39,6 +39,8 @@ _GUARD_COLUMNS = (
     "ineffective_count",
     "last_prompt_tokens",
     "compression_count",
+    "failure_streak",
+    "verify_pending",
 )
 
 
@@ -333,6 +335,8 @@ class SessionsMixin(StoreBase):
         ineffective_count: int = UNSET,
         last_prompt_tokens: int | None = UNSET,
         compression_count: int = UNSET,
+        failure_streak: int = UNSET,
+        verify_pending: bool = UNSET,
     ) -> GuardState:
         """Write the given guard fields (others unchanged) and return the stored state."""
         given = {
@@ -344,6 +348,9 @@ class SessionsMixin(StoreBase):
                 "ineffective_count": ineffective_count,
                 "last_prompt_tokens": last_prompt_tokens,
                 "compression_count": compression_count,
+                "failure_streak": failure_streak,
+                "verify_pending": verify_pending if verify_pending is UNSET
+                else int(bool(verify_pending)),
             }.items()
             if v is not UNSET
         }
@@ -376,4 +383,6 @@ def _guard(row: Any) -> GuardState:
         ineffective_count=int(row["ineffective_count"]),
         last_prompt_tokens=row["last_prompt_tokens"],
         compression_count=int(row["compression_count"]),
+        failure_streak=int(row["failure_streak"]),
+        verify_pending=bool(row["verify_pending"]),
     )

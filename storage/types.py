@@ -64,6 +64,8 @@ class Session:
     ineffective_count: int = 0
     last_prompt_tokens: int | None = None
     compression_count: int = 0
+    failure_streak: int = 0
+    verify_pending: bool = False
     archived: bool = False
     pinned: bool = False
     last_activity: float | None = None
@@ -90,6 +92,8 @@ class GuardState:
     ineffective_count: int
     last_prompt_tokens: int | None
     compression_count: int
+    failure_streak: int = 0
+    verify_pending: bool = False
 
 
 @dataclass(frozen=True, slots=True)

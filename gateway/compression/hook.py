@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 
 from agent_core.compression import ContextEngine
-from gateway.compression.guardstate import JUST_COMPACTED, from_stored, to_fields
+from gateway.compression.guardstate import from_stored, to_fields
 from gateway.compression.outcome import JobOutcome
 from gateway.compression.pool import CompressionPool
 from storage import GuardState, StateStore, StorageError
@@ -71,7 +71,7 @@ class CompressionService:
                 stored = await self.store.get_guard(session_id)
             before = from_stored(stored)
             guards = self.engine.update_from_response({"prompt_tokens": prompt_tokens}, before)
-            if guards != before or stored.last_prompt_tokens == JUST_COMPACTED:
+            if guards != before:
                 await self.store.update_guard(
                     session_id, **to_fields(guards, prompt_tokens=prompt_tokens))
             go, reason = self.engine.should_compress(prompt_tokens, guards)

@@ -165,8 +165,7 @@ class JobRunner:
         if session is None or not session.is_live:
             return JobOutcome("superseded", sid, detail="the session has already ended",
                               lease_token=lease.token)
-        stored = await self.store.get_guard(sid)
-        guards = from_stored(stored)
+        guards = from_stored(await self.store.get_guard(sid))
         if not req.force and (why := blocked_reason(guards, self.clock())):
             return JobOutcome("skipped", sid, detail=f"blocked: {why}", lease_token=lease.token)
         history = await self.store.load_history(sid)
@@ -200,14 +199,14 @@ class JobRunner:
                 if result.status == "timeout":
                     failed = record_failure(guards, kind="transient", now=self.clock(),
                                             reason=f"timed out after {self.timeout_seconds:g}s")
-                    await self._save_guards(sid, failed, stored.last_prompt_tokens)
+                    await self._save_guards(sid, failed)
                 return _with_token(result, sid, lease)
             if result.status != "compressed":
-                await self._save_guards(sid, result.guards, stored.last_prompt_tokens)
+                await self._save_guards(sid, result.guards)
                 return JobOutcome(result.status, sid, detail=result.reason,  # type: ignore[arg-type]
                                   tokens_before=result.tokens_before, lease_token=lease.token)
             return await self._commit(box, session, result, snapshot_id, has_system, deadline,
-                                      guards, stored.last_prompt_tokens)
+                                      guards)
         finally:
             if renewer is not None:
                 renewer.cancel()
@@ -249,7 +248,6 @@ class JobRunner:
         has_system: bool,
         deadline: float,
         guards: Any,
-        stored_prompt: int | None,
     ) -> JobOutcome:
         sid = session.id
         messages = _clean(result.messages)
@@ -280,7 +278,7 @@ class JobRunner:
             if exc.outcome == "timeout":
                 failed = record_failure(guards, kind="transient", now=self.clock(),
                                         reason=f"timed out after {self.timeout_seconds:g}s")
-                await self._save_guards(sid, failed, stored_prompt)
+                await self._save_guards(sid, failed)
             return JobOutcome(exc.outcome, sid, detail=f"result discarded: {exc}",
                               tokens_before=result.tokens_before, lease_token=box[0].token)
         if self.mode == "in_place":
@@ -308,9 +306,9 @@ class JobRunner:
                 return
             box[0] = renewed
 
-    async def _save_guards(self, sid: str, guards: Any, stored_prompt: int | None) -> None:
+    async def _save_guards(self, sid: str, guards: Any) -> None:
         try:
-            await self.store.update_guard(sid, **to_fields(guards, stored_prompt=stored_prompt))
+            await self.store.update_guard(sid, **to_fields(guards))
         except StorageError as exc:
             log.warning("guard_write_failed", session_id=sid, error=type(exc).__name__)
 

@@ -11,11 +11,15 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from storage.migrations import m0001_initial, m0002_outbox_delivery
+from storage.migrations import m0001_initial, m0002_outbox_delivery, m0003_guard_columns
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate_sync", "split_statements"]
 
-MIGRATIONS: tuple[str, ...] = (m0001_initial.SQL, m0002_outbox_delivery.SQL)
+MIGRATIONS: tuple[str, ...] = (
+    m0001_initial.SQL,
+    m0002_outbox_delivery.SQL,
+    m0003_guard_columns.SQL,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -271,7 +271,7 @@ async def test_the_turn_after_a_compaction_judges_it_with_that_turns_prompt(tmp_
         await fake.inject("hello", chat_id="c1", user_id="u1")
         await fake.wait_turns(1)
         session = await runner.store.find_by_session_key("fake:dm:c1")
-        await runner.store.update_guard(session.id, ineffective_count=1, last_prompt_tokens=-1)
+        await runner.store.update_guard(session.id, ineffective_count=1, verify_pending=True)
         model.enqueue(Reply(text="still big", usage={
             "prompt_tokens": 5000, "completion_tokens": 3, "total_tokens": 5003}))
         await fake.inject("next", chat_id="c1", user_id="u1")

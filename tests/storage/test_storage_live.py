@@ -60,10 +60,10 @@ async def test_live_history_reads_the_tip_and_its_transcript(store: StateStore) 
 
 async def test_add_usage_returns_the_guard_state_from_before(store: StateStore) -> None:
     s = await store.create_session(source="fake")
-    await store.update_guard(s.id, last_prompt_tokens=-1, ineffective_count=1)
+    await store.update_guard(s.id, last_prompt_tokens=800, ineffective_count=1)
     before = await store.add_usage(s.id, input_tokens=5000, output_tokens=3,
                                    last_prompt_tokens=5000)
-    assert before.last_prompt_tokens == -1 and before.ineffective_count == 1
+    assert before.last_prompt_tokens == 800 and before.ineffective_count == 1
     after = await store.get_guard(s.id)
     assert after.last_prompt_tokens == 5000
     assert (await store.get_session(s.id)).input_tokens == 5000

@@ -85,3 +85,33 @@ async def test_pragmas_on_connections(store: StateStore) -> None:
     else:
         raise AssertionError("append to a missing session must fail")
     assert await store.load_history(s.id) == []
+
+
+async def test_v2_guard_encodings_become_columns(tmp_path: Path) -> None:
+    from storage.migrations import MIGRATIONS, split_statements
+
+    db = tmp_path / "state.db"
+    with sqlite3.connect(db, isolation_level=None) as conn:  # a file written by schema v2
+        conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY,"
+                     " applied_at REAL NOT NULL)")
+        for version, script in enumerate(MIGRATIONS[:2], start=1):
+            for stmt in split_statements(script):
+                conn.execute(stmt)
+            conn.execute("INSERT INTO schema_version VALUES (?, 0)", (version,))
+        conn.executemany(
+            "INSERT INTO sessions(id, source, started_at, cooldown_error, last_prompt_tokens)"
+            " VALUES (?, 'cli', 1, ?, ?)",
+            [("compacted", None, -1), ("failing", "summarizer timed out [failures=3]", 900),
+             ("bare", "summarizer failure [failures=1]", None), ("plain", "rate limited", 5)])
+    assert prepare_database(db) == 2
+    store = await StateStore.open(db)
+    try:
+        got = {sid: await store.get_guard(sid) for sid in ("compacted", "failing", "bare", "plain")}
+    finally:
+        await store.close()
+    assert got["compacted"].verify_pending and got["compacted"].last_prompt_tokens is None
+    assert (got["failing"].failure_streak, got["failing"].cooldown_error,
+            got["failing"].last_prompt_tokens) == (3, "summarizer timed out", 900)
+    assert (got["bare"].failure_streak, got["bare"].cooldown_error) == (1, "summarizer failure")
+    assert (got["plain"].failure_streak, got["plain"].cooldown_error,
+            got["plain"].verify_pending) == (0, "rate limited", False)
