@@ -12,6 +12,7 @@ and the reference the fast path is tested against). `BACKEND` names the one in u
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -20,6 +21,7 @@ from adapters._text.dialects import DIALECTS, Dialect, escape_markdown_v2, fence
 from adapters._text.measure import sanitize
 from adapters._text.split import code_fence_ranges
 
+_fast_render: Callable[[str, Dialect], str] | None
 try:
     from adapters._text.fastmd import render_events as _fast_render
 except ImportError:  # pyromark not installed

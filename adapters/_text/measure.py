@@ -7,7 +7,6 @@ on any `str`, including strings holding lone surrogates.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from typing import Literal
 
@@ -15,20 +14,21 @@ __all__ = ["Measure", "text_length", "utf16_length", "fit_prefix", "sanitize", "
 
 Measure = Literal["utf16", "chars"]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 
 def utf16_length(text: str) -> int:
     """Number of UTF-16 code units of `text` (a lone surrogate counts 1)."""
+    if text.isascii():
+        return len(text)
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def text_length(text: str, measure: Measure = "utf16") -> int:
     """Length of `text` in the unit `measure` names ("utf16" or "chars")."""
-    if measure == "chars":
+    if measure == "chars" or text.isascii():
         return len(text)
-    return utf16_length(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def fit_prefix(text: str, start: int, budget: int, measure: Measure = "utf16") -> int:
@@ -69,6 +69,10 @@ def sanitize(text: str) -> str:
     """
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if _SURROGATE.search(text):
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")  # strict UTF-8 refuses exactly the surrogate code points
+    except UnicodeEncodeError:
         text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text

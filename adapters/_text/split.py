@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from adapters._text.measure import Measure, fit_prefix, safe_cut, sanitize, text_length
 
@@ -21,10 +21,10 @@ MIN_LIMIT = 16
 
 _FENCE_OPEN = re.compile(r"(?P<prefix>(?:[ \t]*>)*[ \t]*)(?P<markup>`{3,}|~{3,})(?P<info>.*)")
 _BACKTICKS = re.compile(r"`+")
+_NON_SPACE = re.compile(r"\S")  # re's \s is exactly str.isspace
 
 
-@dataclass(frozen=True, slots=True)
-class _Fence:
+class _Fence(NamedTuple):
     open_start: int
     body_start: int
     body_end: int
@@ -67,31 +67,38 @@ def _fence_candidates(text: str) -> list[tuple[str, int, int]]:
 
 
 def _scan_fences(text: str, limit: int, measure: Measure) -> list[_Fence]:
+    """The fenced code blocks of `text` whose header and footer fit a quarter of `limit`
+    (an over-long info string is cut to its first word first)."""
+    quarter = limit // 4
     fences: list[_Fence] = []
     open_at: tuple[int, int, str, str, str] | None = None
     for line, pos, end in _fence_candidates(text):
         if open_at is None:
             m = _FENCE_OPEN.fullmatch(line)
-            if m and not (m["markup"][0] == "`" and "`" in m["info"]):
-                open_at = (pos, end + 1, m["prefix"], m["markup"], m["info"].strip())
+            if m is not None:
+                prefix, markup, info = m.groups()
+                if markup[0] != "`" or "`" not in info:
+                    open_at = (pos, end + 1, prefix, markup, info.strip())
         elif _is_close(line, open_at[2], open_at[3]):
-            fences.append(_Fence(open_at[0], open_at[1], pos, end, *open_at[2:]))
+            start, body_start, prefix, markup, info = open_at
+            _keep(fences, _Fence(start, body_start, pos, end, prefix, markup, info), quarter,
+                  measure)
             open_at = None
     if open_at is not None:
-        fences.append(_Fence(open_at[0], min(open_at[1], len(text)), len(text) + 1, len(text),
-                             *open_at[2:]))
-    quarter = limit // 4
-    kept: list[_Fence] = []
-    for f in fences:
-        head = text_length(f.header(), measure)
-        if head > quarter:
-            lang = f.info.split()[0][:20] if f.info.split() else ""
-            f = _Fence(f.open_start, f.body_start, f.body_end, f.close_end, f.prefix, f.markup,
-                       lang)
-            head = text_length(f.header(), measure)
-        if head <= quarter and text_length(f.footer(), measure) <= quarter:
-            kept.append(f)
-    return kept
+        start, body_start, prefix, markup, info = open_at
+        n = len(text)
+        _keep(fences, _Fence(start, min(body_start, n), n + 1, n, prefix, markup, info),
+              quarter, measure)
+    return fences
+
+
+def _keep(fences: list[_Fence], f: _Fence, quarter: int, measure: Measure) -> None:
+    if text_length(f.header(), measure) > quarter:
+        words = f.info.split()
+        f = f._replace(info=words[0][:20] if words else "")
+        if text_length(f.header(), measure) > quarter:
+            return
+    fences.append(f)  # the footer is the header without its info: it fits too
 
 
 class _Doc:
@@ -102,7 +109,8 @@ class _Doc:
         self.fences = _scan_fences(text, limit, measure)
         self._starts = [f.body_start for f in self.fences]
         self._opens = [f.open_start for f in self.fences]
-        self.max_footer = max((text_length(f.footer(), measure) for f in self.fences), default=0)
+        # A footer is "\n" + prefix + markup, all ASCII: its width is its length in any measure.
+        self.max_footer = max((len(f.prefix) + len(f.markup) + 1 for f in self.fences), default=0)
 
     def fence_in_body(self, pos: int) -> _Fence | None:
         """The fence whose body holds position `pos` (body_start <= pos < body_end)."""
@@ -123,7 +131,8 @@ class _Doc:
         f = self.open_fence_at(cut)
         if f is None:
             return False
-        return cut < f.body_start or (f.open_start >= s and not self.text[f.body_start:cut].strip())
+        return cut < f.body_start or (f.open_start >= s
+                                      and not _has_text(self.text, f.body_start, cut))
 
     def code_spans(self, a: int, b: int) -> list[tuple[int, int]]:
         """Inline code spans (CommonMark backtick rule) overlapping text[a:b], outside fences."""
@@ -151,6 +160,11 @@ class _Doc:
         return spans
 
 
+def _has_text(text: str, a: int, b: int) -> bool:
+    """True when text[a:b] holds a non-whitespace character (as `str.strip` sees it)."""
+    return _NON_SPACE.search(text, a, b) is not None
+
+
 def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
     return any(a < pos < b for a, b in spans)
 
@@ -169,18 +183,19 @@ def _pick_cut(doc: _Doc, s: int, e: int) -> tuple[int, int]:
     for lo in (s + (e - s) // 2, s + 1):
         idx = text.rfind("\n\n", s, e)
         while idx >= lo:
-            if doc.fence_in_body(idx) is None and text[s:idx].strip() and not doc.bad_cut(s, idx):
+            if (doc.fence_in_body(idx) is None and _has_text(text, s, idx)
+                    and not doc.bad_cut(s, idx)):
                 return idx, idx + 2
             idx = text.rfind("\n\n", s, idx)
         idx = text.rfind("\n", s, e)
         while idx >= lo:
-            if (text[s:idx].strip() and not doc.bad_cut(s, idx)
+            if (_has_text(text, s, idx) and not doc.bad_cut(s, idx)
                     and not _inside(span_list(), idx)):
                 return idx, idx + 1
             idx = text.rfind("\n", s, idx)
         idx = text.rfind(" ", s, e)
         while idx >= lo:
-            if (doc.fence_in_body(idx) is None and text[s:idx].strip()
+            if (doc.fence_in_body(idx) is None and _has_text(text, s, idx)
                     and not doc.bad_cut(s, idx) and not _inside(span_list(), idx)):
                 return idx, idx + 1
             idx = text.rfind(" ", s, idx)
@@ -200,7 +215,7 @@ def split_chunks(text: str, *, limit: int, measure: Measure = "utf16") -> list[s
     if limit < MIN_LIMIT:
         raise ValueError(f"limit must be at least {MIN_LIMIT}, got {limit}")
     text = sanitize(text)
-    if not text.strip():
+    if not text or text.isspace():
         return []
     if text_length(text, measure) <= limit:
         return [text]
@@ -231,7 +246,7 @@ def split_chunks(text: str, *, limit: int, measure: Measure = "utf16") -> list[s
         else:
             body = text[s:cut].rstrip()
             footer = ""
-        if body.strip() or footer:
+        if (body and not body.isspace()) or footer:
             parts.append(f"{header}{body}{footer}")
         s = max(nxt, s + 1)
     return parts
