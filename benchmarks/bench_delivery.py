@@ -145,7 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="few runs, finishes in seconds")
     args = parser.parse_args()
-    runs = 3 if args.quick else 15
+    runs = 7 if args.quick else 25
     reply = build_reply()
     print(f"reply: {len(reply):,} chars, {runs} runs per figure (median)")
 
