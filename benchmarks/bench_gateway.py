@@ -212,39 +212,25 @@ class Gateway:
 
 
 async def run_sessions(gw: Gateway, model: ModelProcess, sessions: int, per_session: int,
-                       prefix: str) -> dict[str, Any]:
-    """`sessions` concurrent chats, each sending `per_session` messages one after another."""
+                       prefix: str, rate: float | None = None) -> dict[str, Any]:
+    """`sessions` concurrent chats, each sending `per_session` messages one after another.
+
+    Closed loop (`rate=None`): each chat sends its next message as soon as the previous one
+    is answered. Open load (`rate` events/s in total): each chat sends every
+    `sessions / rate` seconds, chats evenly staggered, and a chat whose previous message is
+    still unanswered sends the next one when it is (order per chat is kept). Latency below
+    capacity shows what the gateway adds; a closed loop of N chats only ever measures
+    N / throughput."""
     marks: dict[str, tuple[float, float]] = {}
-
-    async def chat(i: int) -> None:
-        for j in range(per_session):
-            token = f"{prefix}{i}.{j}"
-            marks[token] = await gw.adapter.ask(f"{prefix}{i}", token)
-
-    t0 = time.monotonic()
-    cpu0 = time.process_time()
-    await asyncio.gather(*(chat(i) for i in range(sessions)))
-    wall = time.monotonic() - t0
-    cpu = time.process_time() - cpu0
-    return await _collect(gw, model, marks, sessions, per_session, prefix, wall, cpu)
-
-
-async def run_paced(gw: Gateway, model: ModelProcess, sessions: int, per_session: int,
-                    rate: float, prefix: str) -> dict[str, Any]:
-    """Open load: `sessions` chats whose messages arrive at `rate` events/s in total (each
-    chat every `sessions / rate` seconds, chats evenly staggered); a chat whose previous
-    message is still unanswered sends the next one as soon as it is answered (order per
-    chat is kept). Latency measured below capacity shows what the gateway adds, not queueing
-    in the load generator (a closed loop of N chats only ever measures N / throughput)."""
-    marks: dict[str, tuple[float, float]] = {}
-    period = sessions / rate
+    period = sessions / rate if rate else 0.0
     start = time.monotonic() + 0.05
 
     async def chat(i: int) -> None:
         for j in range(per_session):
-            delay = start + (i / sessions + j) * period - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            if rate:
+                delay = start + (i / sessions + j) * period - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
             token = f"{prefix}{i}.{j}"
             marks[token] = await gw.adapter.ask(f"{prefix}{i}", token)
 
@@ -466,8 +452,8 @@ async def main_async(args: argparse.Namespace) -> None:
             one = await run_sessions(gw, model, 1, n1, "one")
             many = await run_sessions(gw, model, sessions, 10, "many")
             paced_rate = round(many["eps"] * 0.5)
-            paced = await run_paced(gw, model, sessions, 10 if not quick else 3, paced_rate,
-                                    "paced")
+            paced = await run_sessions(gw, model, sessions, 10 if not quick else 3, "paced",
+                                       rate=paced_rate)
             if args.profile:
                 prof.disable()
                 pstats.Stats(prof).sort_stats("cumulative").print_stats("work/main|openai|httpx2|aiosqlite", 60)
