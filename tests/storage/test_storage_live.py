@@ -88,3 +88,4 @@ async def test_an_operation_that_suspends_fails_alone(store: StateStore) -> None
     assert [m["content"] for m in await store.load_history(s.id)] == [
         "keep 1", "ok", "keep 2", "ok"]
     assert (await store.get_session(s.id)).title is None
+
