@@ -11,8 +11,9 @@ import structlog
 from gateway.delivery.service import DeliveryService, ReplyTarget
 from gateway.events import ChatType, MessageEvent, UserRef
 from gateway.sessions import SessionManager
+from gateway.sessions.inbox import DurableInbox
 
-__all__ = ["recover_unanswered"]
+__all__ = ["recover_held", "recover_unanswered"]
 
 log = structlog.get_logger("gateway.recovery")
 
@@ -52,7 +53,7 @@ async def recover_unanswered(store: Any, manager: SessionManager, delivery: Deli
         target = ReplyTarget.of(event)
         if now - ts <= RERUN_MAX_AGE_S:
             await delivery.notify(target, RESUME_NOTICE)
-            await manager.dispatch(s.session_key, event)
+            await manager.dispatch(s.session_key, event, recovered=True)
             rerun += 1
         else:
             await delivery.notify(target, LOST_NOTICE)
@@ -61,3 +62,34 @@ async def recover_unanswered(store: Any, manager: SessionManager, delivery: Deli
                                                 "_notice": True}])
         log.info("unanswered_turn_found", session_id=s.id, rerun=now - ts <= RERUN_MAX_AGE_S)
     return rerun
+
+
+HELD_NOTICE = "🔄 The gateway restarted; answering the message(s) you sent meanwhile."
+HELD_LOST_NOTICE = ("⚠️ The gateway restarted and this message waited too long to be answered "
+                    "now: “{preview}”. Please send it again if you still need an answer.")
+
+
+async def recover_held(inbox: DurableInbox, manager: SessionManager, delivery: DeliveryService,
+                       *, adapters: Mapping[str, Any], now: float | None = None) -> int:
+    """Events a restart caught waiting in a mailbox (held in state.db): younger than an hour
+    they are queued again in their order (one notice per chat); older ones are let go with
+    a notice quoting them. Returns how many were queued again."""
+    now = time.time() if now is None else now
+    requeued, told = 0, set()
+    for key, event, recorded_at in await inbox.held():
+        if event.platform not in adapters or not key:
+            continue
+        target = ReplyTarget.of(event)
+        if now - recorded_at <= RERUN_MAX_AGE_S:
+            if key not in told:
+                told.add(key)
+                await delivery.notify(target, HELD_NOTICE)
+            await manager.dispatch(key, event, recovered=True)
+            requeued += 1
+        else:
+            preview = " ".join(event.text.split())[:80] or "an attachment"
+            await delivery.notify(target, HELD_LOST_NOTICE.format(preview=preview))
+            await inbox.release([event])
+    if requeued:
+        log.info("held_events_requeued", count=requeued)
+    return requeued

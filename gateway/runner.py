@@ -33,10 +33,11 @@ from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
 from gateway.pipeline.authz import AccessPolicy
 from gateway.ports import BasePlatformAdapter, CursorStore
-from gateway.recovery import recover_unanswered
+from gateway.recovery import recover_held, recover_unanswered
 from gateway.registry import create_adapter
 from gateway.sdnotify import SdNotifier
 from gateway.sessions import SessionManager
+from gateway.sessions.inbox import DurableInbox
 from gateway.supervisor import AdapterSupervisor, SupervisorSettings
 from gateway.turns import TurnService, TurnSettings
 from gateway.watchdog import LoopWatchdog
@@ -119,6 +120,7 @@ class GatewayRunner:
         self.adapters: dict[str, BasePlatformAdapter] = {}
         self.metrics = GatewayMetrics()
         self.manager: SessionManager | None = None
+        self.inbox: DurableInbox | None = None
         self.delivery: DeliveryService | None = None
         self.turns: TurnService | None = None
         self.inbound: InboundRouter | None = None
@@ -310,9 +312,11 @@ class GatewayRunner:
             metrics=self.metrics,
             clock=self._clock,
         )
+        self.inbox = DurableInbox(self.store)
         self.manager = SessionManager(
             self.turns, busy_mode=gw.busy_mode, mailbox_size=gw.mailbox_size,
-            merge_window_s=gw.burst_merge_s, busy_ack_interval_s=gw.busy_ack_interval_s)
+            merge_window_s=gw.burst_merge_s, busy_ack_interval_s=gw.busy_ack_interval_s,
+            inbox=self.inbox)
         self.turns.requeue = self.manager.requeue
         commands = builtin_registry()
         services = CommandServices(
@@ -405,8 +409,11 @@ class GatewayRunner:
         resent, expired = await self.delivery.recover()
         rerun = await recover_unanswered(self.store, self.manager, self.delivery,
                                          adapters=self.adapters, now=self._clock())
+        assert self.inbox is not None
+        held = await recover_held(self.inbox, self.manager, self.delivery,
+                                  adapters=self.adapters, now=self._clock())
         log.info("gateway_ready", adapters=sorted(self.adapters), resent=resent,
-                 expired=expired, rerun=rerun, host=socket.gethostname())
+                 expired=expired, rerun=rerun, requeued=held, host=socket.gethostname())
 
     def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()

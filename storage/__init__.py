@@ -21,6 +21,7 @@ from storage.titles import sanitize_title
 from storage.types import (
     ApprovedUser,
     GuardState,
+    HeldEvent,
     Lease,
     MessagePreview,
     OutboxItem,
@@ -38,6 +39,7 @@ __all__ = [
     "SearchHit",
     "MessagePreview",
     "OutboxItem",
+    "HeldEvent",
     "PairingCode",
     "ApprovedUser",
     "StorageError",

@@ -8,11 +8,13 @@ hand-off as the write or read, so a turn needs no separate "where do I write now
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from typing import Any
 
 from storage.base import StoreBase, fetch_session
 from storage.codec import MESSAGE_COLUMNS, message_to_row, row_to_message
 from storage.errors import SessionNotFoundError
+from storage.inbox import release_on
 from storage.lineage import _tip_on
 from storage.messages import insert_rows
 from storage.syncconn import Conn
@@ -23,10 +25,13 @@ __all__ = ["LiveMixin"]
 
 class LiveMixin(StoreBase):
     async def append_live(
-        self, session_id: str, messages: list[dict[str, Any]]
+        self, session_id: str, messages: list[dict[str, Any]],
+        *, release: Iterable[tuple[str, str]] = (),
     ) -> tuple[str, list[int]]:
         """Append `messages` (in order) to `session_id`, or to the newest continuation of its
         compression lineage when it was rotated. Returns (the session written to, the ids).
+        The held inbound events `release` ((platform, event id) pairs) are let go in the same
+        transaction: a held event is released exactly when its message is stored.
 
         Durable when this returns. Raises `ValueError` for a message without a role and
         `SessionNotFoundError` when the session does not exist.
@@ -35,6 +40,7 @@ class LiveMixin(StoreBase):
             return session_id, []
         now = self._clock()
         rows = [message_to_row(session_id, m, now) for m in messages]
+        keys = list(release)
 
         async def op(conn: Conn) -> tuple[str, list[int]]:
             sid = await _tip_on(conn, session_id)
@@ -44,7 +50,9 @@ class LiveMixin(StoreBase):
             if cur.rowcount == 0:
                 raise SessionNotFoundError(session_id)
             moved = rows if sid == session_id else [(sid, *r[1:]) for r in rows]
-            return sid, await insert_rows(conn, moved)
+            ids = await insert_rows(conn, moved)
+            await release_on(conn, keys)
+            return sid, ids
 
         try:
             result: tuple[str, list[int]] = await self._write(op)

@@ -10,6 +10,7 @@ from types import TracebackType
 from storage.base import Clock
 from storage.compaction import CompactionMixin
 from storage.db import ReaderPool, Writer, prepare_database
+from storage.inbox import InboxMixin
 from storage.leases import LeasesMixin
 from storage.ledgers import LedgersMixin
 from storage.lineage import LineageMixin
@@ -32,6 +33,7 @@ class StateStore(
     LeasesMixin,
     CompactionMixin,
     LedgersMixin,
+    InboxMixin,
     PairingMixin,
     OpsMixin,
 ):

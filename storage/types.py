@@ -141,6 +141,17 @@ class SearchHit:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldEvent:
+    """An inbound event accepted for a session whose user message is not stored yet."""
+
+    platform: str
+    event_id: str
+    session_key: str
+    payload: str  # the event as JSON, as the gateway serialized it
+    recorded_at: float
+
+
+@dataclass(frozen=True, slots=True)
 class OutboxItem:
     """One entry of the outbound delivery ledger."""
 

@@ -10,6 +10,7 @@ from typing import Protocol
 import structlog
 
 from gateway.events import MessageEvent
+from gateway.sessions.inbox import DurableInbox
 from gateway.sessions.worker import BusyMode, SessionWorker, TurnRunner
 
 __all__ = ["SessionManager", "TurnHandler"]
@@ -50,8 +51,10 @@ class SessionManager:
         merge_window_s: float = 0.5,
         busy_ack_interval_s: float = BUSY_ACK_COOLDOWN_S,
         clock: Callable[[], float] = time.monotonic,
+        inbox: DurableInbox | None = None,
     ) -> None:
         self._handler = handler
+        self._inbox = inbox
         self.busy_mode: BusyMode = busy_mode
         self._mailbox_size = mailbox_size
         self._idle = idle_timeout_s
@@ -77,23 +80,27 @@ class SessionManager:
         return {k: w.depth for k, w in self._workers.items() if w.depth}
 
     # -- intake --------------------------------------------------------------------------
-    async def dispatch(self, key: str, event: MessageEvent) -> str:
+    async def dispatch(self, key: str, event: MessageEvent, *, recovered: bool = False) -> str:
         """Queue `event` for session `key`; returns "started", "queued", "merged" (a burst
-        follow-up: the running turn restarts with it), "steered", "full" or "closing"."""
+        follow-up: the running turn restarts with it), "steered", "full" or "closing".
+
+        With an inbox the event is held durably first, until its turn stores it (also while
+        closing: it is answered after the restart). `recovered` events (start-up recovery)
+        are already accounted for: they are queued in order, with no busy handling."""
+        if self._inbox is not None and not recovered:
+            await self._inbox.hold(key, event)
         if self._closing:
-            await self._handler.notify(event, "The gateway is restarting; please resend in a moment.")
+            await self._handler.notify(event, (
+                "⏳ The gateway is restarting; I'll answer this as soon as it is back."
+                if self._inbox is not None and not recovered
+                else "The gateway is restarting; please resend in a moment."))
             return "closing"
-        worker = self._workers.get(key)
-        if worker is None:
-            worker = SessionWorker(
-                key,
-                self._handler.run_turn,
-                mailbox_size=self._mailbox_size,
-                idle_timeout_s=self._idle,
-                merge_window_s=self._merge,
-                on_exit=self._forget,
-            )
-            self._workers[key] = worker
+        worker = self._worker(key)
+        if recovered:
+            outcome = worker.offer(event)
+            if outcome == "full":
+                await self._report_full(key, worker, event)
+            return outcome
         busy = worker.busy
         if busy and self.busy_mode == "steer" and await self._handler.steer(key, event):
             return "steered"
@@ -105,12 +112,7 @@ class SessionManager:
                 return "merged"
         outcome = worker.offer(event)
         if outcome == "full":
-            log.warning("mailbox_full", session_key=key, depth=worker.depth)
-            await self._handler.notify(
-                event,
-                "⚠️ Too many messages are waiting for this conversation; this one was not "
-                "queued. Please wait for the current answer or send /stop.",
-            )
+            await self._report_full(key, worker, event)
             return "full"
         if busy:
             if self.busy_mode == "interrupt":
@@ -127,12 +129,40 @@ class SessionManager:
                 await self._handler.notify(event, text)
         return outcome
 
+    async def _report_full(self, key: str, worker: SessionWorker, event: MessageEvent) -> None:
+        log.warning("mailbox_full", session_key=key, depth=worker.depth)
+        self._release([event])
+        await self._handler.notify(
+            event,
+            "⚠️ Too many messages are waiting for this conversation; this one was not "
+            "queued. Please wait for the current answer or send /stop.",
+        )
+
+    def _release(self, events: list[MessageEvent]) -> None:
+        if self._inbox is not None:
+            self._inbox.release_soon(events)
+
+    def _worker(self, key: str) -> SessionWorker:
+        worker = self._workers.get(key)
+        if worker is None:
+            worker = SessionWorker(
+                key,
+                self._handler.run_turn,
+                mailbox_size=self._mailbox_size,
+                idle_timeout_s=self._idle,
+                merge_window_s=self._merge,
+                on_exit=self._forget,
+            )
+            self._workers[key] = worker
+        return worker
+
     def requeue(self, key: str, events: list[MessageEvent]) -> None:
         """Queue events again (steered texts the turn ended without using)."""
         worker = self._workers.get(key)
         for ev in events:
             if worker is None or worker.offer(ev) == "full":
                 log.warning("requeue_dropped", session_key=key)
+                self._release([ev])
 
     # -- control -------------------------------------------------------------------------
     def stop(self, key: str, reason: str = "stopped by user") -> tuple[bool, int]:
@@ -141,7 +171,8 @@ class SessionManager:
         if w is None:
             return False, 0
         dropped = w.clear()
-        return w.interrupt(reason), dropped
+        self._release(dropped)
+        return w.interrupt(reason), len(dropped)
 
     async def wait_idle(self, key: str, within_s: float) -> bool:
         """Wait until the session runs no turn (used by /new after /stop)."""
@@ -160,6 +191,8 @@ class SessionManager:
             *(w.close(drain_timeout_s=drain_timeout_s) for w in workers), return_exceptions=True
         )
         self._workers.clear()
+        if self._inbox is not None:
+            await self._inbox.close()
 
     def _forget(self, worker: SessionWorker) -> None:
         if self._workers.get(worker.key) is worker and worker.depth == 0:

@@ -107,11 +107,11 @@ class SessionWorker:
         self._signal.set(reason)
         return True
 
-    def clear(self) -> int:
-        """Drop queued events (used by /stop and /new); returns how many were dropped."""
-        n = len(self._mailbox)
+    def clear(self) -> list[MessageEvent]:
+        """Drop queued events (used by /stop and /new); returns them."""
+        dropped = list(self._mailbox)
         self._mailbox.clear()
-        return n
+        return dropped
 
     async def close(self, *, drain_timeout_s: float = 0.0) -> None:
         """Stop intake; let the running turn finish up to the timeout, then interrupt it."""

@@ -20,6 +20,7 @@ from gateway.delivery.service import DeliveryService, PreparedFinal, ReplyTarget
 from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
 from gateway.logging import bind_context
+from gateway.sessions.inbox import event_keys
 from gateway.sessions.reset import ResetMode, reset_reason
 from gateway.turns.transcript import TurnTranscript
 
@@ -210,8 +211,9 @@ class TurnService:
         self.on_turn_started(key)
         recovered = isinstance(last.raw, dict) and last.raw.get("recovered_message_id")
         sid = session.id
-        if not recovered:
-            sid, _ = await self._store.append_live(sid, [_user_message(events)])
+        if not recovered:  # stored, and the events' durable hold let go, in one transaction
+            sid, _ = await self._store.append_live(sid, [_user_message(events)],
+                                                   release=event_keys(events))
         session, history = await self._store.live_history(sid)
         with bind_context(session_id=session.id):
             await self._run_agent(session, history, target, interrupt, key=key)
@@ -233,6 +235,7 @@ class TurnService:
         user_turn: dict[str, Any] | None = history[-1] if history else None
         prior = history[:-1]
         continued = False
+        released = 0  # steered events whose hold was let go with the turn's messages
         try:
             while True:
                 terminal = None
@@ -262,7 +265,10 @@ class TurnService:
                         target, shown.final(terminal.text), session_id=session.id,
                         preview_message_id=consumer.message_id if consumer else None)
                 if terminal.messages:
-                    sid, _ = await self._store.append_live(session.id, list(terminal.messages))
+                    taken = steered[:agent.steered]
+                    sid, _ = await self._store.append_live(
+                        session.id, list(terminal.messages), release=event_keys(taken))
+                    released = len(taken)
                     if sid != session.id:
                         session = await self._store.get_session(sid) or session
                 if (isinstance(terminal, ae.CompressionNeeded) and not continued
@@ -284,6 +290,10 @@ class TurnService:
             if key is not None and self._running.get(key, (None,))[0] is agent:
                 del self._running[key]
                 leftover = steered[agent.steered:]
+                if agent.steered > released:  # taken in, but no messages were stored
+                    with contextlib.suppress(Exception):
+                        await self._store.inbound_release(
+                            event_keys(steered[released:agent.steered]))
                 for ev in steered[:agent.steered]:
                     await self._delivery.turn_complete(ReplyTarget.of(ev), ok=True)
                 if leftover:

@@ -11,7 +11,12 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from storage.migrations import m0001_initial, m0002_outbox_delivery, m0003_guard_columns
+from storage.migrations import (
+    m0001_initial,
+    m0002_outbox_delivery,
+    m0003_guard_columns,
+    m0004_held_events,
+)
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate_sync", "split_statements"]
 
@@ -19,6 +24,7 @@ MIGRATIONS: tuple[str, ...] = (
     m0001_initial.SQL,
     m0002_outbox_delivery.SQL,
     m0003_guard_columns.SQL,
+    m0004_held_events.SQL,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

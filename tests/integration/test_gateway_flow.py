@@ -166,6 +166,8 @@ async def test_steer_mode_injects_message_after_the_next_tool_call(tmp_path, mod
         users = [m["content"] for m in await runner.store.load_history(session.id)
                  if m["role"] == "user"]
         assert users == ["find my files", "also check the docs folder"]
+        # The steer was stored with the turn's messages: nothing left held for a restart.
+        assert await runner.store.inbound_held() == []
 
 
 async def test_command_for_another_bot_is_not_ours(tmp_path, model):

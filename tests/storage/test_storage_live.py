@@ -89,3 +89,29 @@ async def test_an_operation_that_suspends_fails_alone(store: StateStore) -> None
         "keep 1", "ok", "keep 2", "ok"]
     assert (await store.get_session(s.id)).title is None
 
+
+
+async def test_held_events_keep_their_order_and_are_released_with_their_message(
+        store: StateStore) -> None:
+    await store.record_if_new("tg", "1")
+    await store.inbound_hold("tg", "1", "tg:dm:c1", '{"text": "one"}')
+    await store.inbound_hold("tg", "2", "tg:dm:c1", '{"text": "two"}')  # not recorded before
+    await store.inbound_hold("tg", "3", "tg:dm:c2", '{"text": "three"}')
+    await store.inbound_hold("tg", "1", "tg:dm:c1", '{"text": "one again"}')  # keeps its place
+    held = await store.inbound_held()
+    assert [(h.event_id, h.session_key, h.payload) for h in held] == [
+        ("1", "tg:dm:c1", '{"text": "one again"}'), ("2", "tg:dm:c1", '{"text": "two"}'),
+        ("3", "tg:dm:c2", '{"text": "three"}')]
+    assert await store.record_if_new("tg", "2") is False  # holding also records the event
+    s = await store.create_session(source="tg")
+    await store.append_live(s.id, turn("one", "ok"), release=[("tg", "1"), ("tg", "9")])
+    assert [h.event_id for h in await store.inbound_held()] == ["2", "3"]
+    await store.inbound_release([("tg", "3")])
+    assert [h.event_id for h in await store.inbound_held()] == ["2"]
+
+
+async def test_a_failed_append_keeps_the_hold(store: StateStore) -> None:
+    await store.inbound_hold("tg", "1", "tg:dm:c1", "{}")
+    with pytest.raises(SessionNotFoundError):
+        await store.append_live("missing", turn("q", "a"), release=[("tg", "1")])
+    assert [h.event_id for h in await store.inbound_held()] == ["1"]

@@ -1,0 +1,61 @@
+"""Held inbound events: accepted for a session, not yet stored as its user message."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from storage.base import StoreBase
+from storage.syncconn import Conn
+from storage.types import HeldEvent
+
+__all__ = ["InboxMixin", "release_on"]
+
+EventKey = tuple[str, str]  # (platform, event id)
+
+
+async def release_on(conn: Conn, keys: Iterable[EventKey]) -> None:
+    """Clear the hold of `keys` inside the caller's transaction (unknown keys are ignored)."""
+    rows = [(p, str(e)) for p, e in keys]
+    if rows:
+        await conn.executemany(
+            "UPDATE inbound_events SET held = NULL, held_seq = NULL"
+            " WHERE platform = ? AND event_id = ? AND held IS NOT NULL", rows)
+
+
+class InboxMixin(StoreBase):
+    async def inbound_hold(self, platform: str, event_id: str, session_key: str,
+                           payload: str) -> None:
+        """Hold an event for `session_key` (durable when this returns), at the end of the
+        line. Holding it again keeps its place and replaces the payload."""
+
+        async def op(conn: Conn) -> None:
+            await conn.execute(
+                "INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
+                " held, held_seq) VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(held_seq), 0) + 1"
+                " FROM inbound_events WHERE held IS NOT NULL))"
+                " ON CONFLICT(platform, event_id) DO UPDATE SET session_key = excluded.session_key,"
+                " held = excluded.held, held_seq = COALESCE(inbound_events.held_seq,"
+                " excluded.held_seq)",
+                (platform, str(event_id), self._clock(), session_key, payload))
+
+        await self._write(op)
+
+    async def inbound_release(self, keys: Iterable[EventKey]) -> None:
+        """Clear the hold of events handled another way (dropped by /stop, refused...)."""
+        wanted = list(keys)
+        if not wanted:
+            return
+
+        async def op(conn: Conn) -> None:
+            await release_on(conn, wanted)
+
+        await self._write(op)
+
+    async def inbound_held(self) -> list[HeldEvent]:
+        """Every held event, in the order they were accepted."""
+        rows = await self._fetchall(
+            "SELECT platform, event_id, session_key, held, recorded_at FROM inbound_events"
+            " WHERE held IS NOT NULL ORDER BY held_seq")
+        return [HeldEvent(platform=r["platform"], event_id=r["event_id"],
+                          session_key=r["session_key"] or "", payload=r["held"],
+                          recorded_at=r["recorded_at"]) for r in rows]

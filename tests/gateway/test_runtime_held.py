@@ -1,0 +1,112 @@
+"""Messages waiting in a session's mailbox survive a restart (RELIABILITY.md items 1 and 7)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from gateway.recovery import HELD_LOST_NOTICE, HELD_NOTICE
+from tests.fakes.openai_server import hang, text
+from tests.gateway.runtime_harness import KEY, Clock, runner_for
+
+QUEUE = {"gateway__busy_mode": "queue", "gateway__burst_merge_s": 0,
+         "gateway__drain_timeout_s": 0.1}
+
+
+def _asked(model, question: str) -> int:
+    """How many model requests ended with `question` as the user's turn."""
+    return sum(1 for r in model.requests
+               if r.messages and r.messages[-1].get("content") == question)
+
+
+async def _held_texts(runner) -> list[str]:
+    return [json.loads(h.payload)["text"] for h in await runner.store.inbound_held()]
+
+
+async def _until_nothing_held(runner) -> None:
+    for _ in range(200):
+        if not await runner.store.inbound_held():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"still held: {await _held_texts(runner)}")
+
+
+async def _queue_behind_a_hanging_turn(tmp_path, model, clock=None) -> None:
+    """A gateway answers once, then hangs on "first", queues "second", and is shut down."""
+    model.enqueue(text("hello back"), hang(60))
+    async with runner_for(tmp_path, model, clock=clock, **QUEUE) as (runner, fake):
+        await fake.inject("hello", chat_id="c1", user_id="u1")
+        await fake.wait_turns(1)
+        assert await _held_texts(runner) == []  # an answered message holds nothing
+        await fake.inject("first", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: _asked(model, "first") == 1)
+        await fake.inject("second", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: runner.manager.queue_depths().get(KEY) == 1)
+        assert await _held_texts(runner) == ["second"]
+    model.requests.clear()
+
+
+async def test_a_message_queued_behind_a_turn_is_answered_after_a_restart(tmp_path, model):
+    await _queue_behind_a_hanging_turn(tmp_path, model)
+    async with runner_for(tmp_path, model, **QUEUE) as (runner, fake):
+        await fake.wait_for(lambda: _asked(model, "second") == 1, 10)
+        await fake.wait_for(lambda: not runner.manager.is_busy(KEY) and
+                            not runner.manager.queue_depths(), 10)
+        assert HELD_NOTICE in fake.messages("c1")
+        session = await runner.store.find_by_session_key(KEY)
+        users = [m["content"] for m in await runner.store.load_history(session.id)
+                 if m["role"] == "user"]
+        assert users.count("second") == 1 and users.index("second") > users.index("first")
+        await _until_nothing_held(runner)
+    model.requests.clear()
+    async with runner_for(tmp_path, model, **QUEUE) as (_runner, fake):
+        await asyncio.sleep(0.2)
+        assert _asked(model, "second") == 0, "answered twice"
+        assert HELD_NOTICE not in fake.messages("c1")
+
+
+async def test_messages_dropped_by_stop_do_not_come_back(tmp_path, model):
+    model.enqueue(hang(60))
+    async with runner_for(tmp_path, model, **QUEUE) as (runner, fake):
+        await fake.inject("first", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: _asked(model, "first") == 1)
+        await fake.inject("second", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: runner.manager.queue_depths().get(KEY) == 1)
+        await fake.inject("/stop", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: any("Dropped 1 queued" in m for m in fake.messages("c1")))
+        await _until_nothing_held(runner)
+    model.requests.clear()
+    async with runner_for(tmp_path, model, **QUEUE) as (_runner, fake):
+        await asyncio.sleep(0.2)
+        assert _asked(model, "second") == 0
+        assert HELD_NOTICE not in fake.messages("c1")
+
+
+async def test_a_held_message_older_than_an_hour_gets_a_notice_not_a_late_answer(
+        tmp_path, model):
+    clock = Clock()
+    await _queue_behind_a_hanging_turn(tmp_path, model, clock=clock)
+    clock.advance(2 * 3600)
+    lost = HELD_LOST_NOTICE.format(preview="second")
+    async with runner_for(tmp_path, model, clock=clock, **QUEUE) as (runner, fake):
+        await fake.wait_for(lambda: lost in fake.messages("c1"), 10)
+        await _until_nothing_held(runner)
+        assert _asked(model, "second") == 0
+
+
+async def test_a_message_arriving_during_shutdown_is_answered_after_the_restart(tmp_path, model):
+    model.enqueue(hang(60))
+    async with runner_for(tmp_path, model, gateway__burst_merge_s=0,
+                          gateway__drain_timeout_s=1.0) as (runner, fake):
+        await fake.inject("first", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: _asked(model, "first") == 1)
+        stopping = asyncio.create_task(runner.shutdown())
+        await fake.wait_for(lambda: runner.manager._closing)
+        await fake.inject("late", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: any("answer this as soon as it is back" in m
+                                        for m in fake.messages("c1")))
+        await stopping
+    model.requests.clear()
+    async with runner_for(tmp_path, model) as (runner, fake):
+        await fake.wait_for(lambda: _asked(model, "late") == 1, 10)
+        await _until_nothing_held(runner)
