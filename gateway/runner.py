@@ -28,6 +28,7 @@ from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
 from gateway.delivery.service import DeliveryService, ReplyTarget
 from gateway.delivery.stream import StreamSettings
 from gateway.health import HealthServer
+from gateway.housekeeping import prune_forever
 from gateway.inbound import InboundRouter
 from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
@@ -169,6 +170,10 @@ class GatewayRunner:
         await self._await_adapters()
         await self._recover()
         self.notifier.ready(f"{len(self.adapters)} adapter(s) connected")
+        pruner = asyncio.create_task(
+            prune_forever(self.store, self.config.gateway.ledger_retention_days, self._clock),
+            name="housekeeping")
+        self._cleanup.append(("housekeeping", pruner.cancel))
         window = self.config.gateway.unhealthy_exit_s
         if window > 0 and self.adapters:
             escalate = asyncio.create_task(self._escalate_when_disconnected(window),

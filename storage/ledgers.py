@@ -54,15 +54,30 @@ class LedgersMixin(StoreBase):
 
         return await self._write(op)
 
-    async def prune_inbound(self, older_than_days: float) -> int:
-        """Delete dedup rows older than the given age; returns how many."""
-        cutoff = self._clock() - older_than_days * 86400
-
-        async def op(conn: Conn) -> int:
-            cur = await conn.execute("DELETE FROM inbound_events WHERE recorded_at < ?", (cutoff,))
-            return cur.rowcount
-
-        return await self._write(op)
+    async def prune_ledgers(self, older_than: float, *, batch: int = 5_000) -> dict[str, int]:
+        """Delete bookkeeping rows last touched before `older_than` (epoch seconds): dedup
+        records (never a held event), finished outbox rows (delivered / failed / expired) and
+        pairing codes past their expiry. Sessions and messages are never touched. Deletes in
+        batches, each its own write, so other writes are not held up. Returns counts."""
+        statements = {
+            "inbound_events": "DELETE FROM inbound_events WHERE (platform, event_id) IN ("
+                              "SELECT platform, event_id FROM inbound_events"
+                              " WHERE recorded_at < ? AND held IS NULL LIMIT ?)",
+            "outbox": "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE state IN"
+                      " ('delivered', 'failed', 'expired') AND updated_at < ? LIMIT ?)",
+            "pairing_codes": "DELETE FROM pairing_codes WHERE (platform, code_hash) IN ("
+                             "SELECT platform, code_hash FROM pairing_codes"
+                             " WHERE expires_at < ? LIMIT ?)",
+        }
+        counts: dict[str, int] = {}
+        for table, sql in statements.items():
+            counts[table] = 0
+            while True:
+                n = await self._write(_delete_batch(sql, older_than, batch))
+                counts[table] += n
+                if n < batch:
+                    break
+        return counts
 
     # -- outbox ----------------------------------------------------------------------------
     async def outbox_add(
@@ -223,3 +238,11 @@ class LedgersMixin(StoreBase):
             (platform, str(chat_id)),
         )
         return row is not None
+
+
+def _delete_batch(sql: str, cutoff: float, limit: int):  # type: ignore[no-untyped-def]
+    async def op(conn: Conn) -> int:
+        cur = await conn.execute(sql, (cutoff, limit))
+        return cur.rowcount
+
+    return op

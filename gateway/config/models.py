@@ -170,6 +170,9 @@ class GatewayConfig(ConfigModel):
     unhealthy_exit_s: float = Field(default=900.0, ge=0)
     """No adapter connected for this long (after start): exit 1 so the service manager
     restarts the whole process. 0 = never."""
+    ledger_retention_days: float = Field(default=7.0, ge=1)
+    """Dedup records, finished outbox rows and expired pairing codes older than this are
+    deleted (at start and hourly). Sessions and messages are never deleted."""
 
 
 class LogFileConfig(ConfigModel):

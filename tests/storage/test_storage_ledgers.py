@@ -19,7 +19,8 @@ async def test_record_if_new_is_durable(store: StateStore, clock: FakeClock) -> 
         assert await reopened.record_if_new("telegram", "100") is False
         clock.advance(8 * 86400)
         assert await reopened.record_if_new("telegram", "101") is True
-        assert await reopened.prune_inbound(older_than_days=7) == 2
+        counts = await reopened.prune_ledgers(clock() - 7 * 86400)
+        assert counts["inbound_events"] == 2
         assert await reopened.record_if_new("telegram", "101") is False
     finally:
         await reopened.close()
@@ -85,3 +86,26 @@ async def test_pairing_codes_hashed_expire_and_approve(
     assert await store.is_approved("telegram", "u2") is False
     assert await store.revoke_user("telegram", "u1") is True
     assert await store.is_approved("telegram", "u1") is False
+
+
+async def test_prune_ledgers_keeps_what_is_still_needed(store: StateStore,
+                                                        clock: FakeClock) -> None:
+    done = await store.outbox_add(platform="telegram", chat_id="1", text="old reply")
+    await store.outbox_mark_delivered([done])
+    waiting = await store.outbox_add(platform="telegram", chat_id="1", text="never sent")
+    for i in range(7):
+        await store.record_if_new("telegram", str(i))
+    await store.inbound_hold("telegram", "held", "telegram:dm:1", "{}")
+    await store.create_pairing_code("telegram", "u9", ttl=3600)
+    clock.advance(10 * 86400)
+    fresh = await store.outbox_add(platform="telegram", chat_id="1", text="new reply")
+    await store.outbox_mark_delivered([fresh])
+    await store.record_if_new("telegram", "new")
+    counts = await store.prune_ledgers(clock() - 7 * 86400, batch=3)
+    assert counts == {"inbound_events": 7, "outbox": 1, "pairing_codes": 1}
+    assert await store.outbox_get(done) is None
+    assert (await store.outbox_get(waiting)).state == "pending"  # still owed to the chat
+    assert (await store.outbox_get(fresh)).state == "delivered"
+    assert [h.event_id for h in await store.inbound_held()] == ["held"]
+    assert await store.record_if_new("telegram", "new") is False
+    assert await store.record_if_new("telegram", "0") is True  # forgotten after the window

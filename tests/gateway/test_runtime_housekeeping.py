@@ -1,0 +1,42 @@
+"""Bounded growth: the running gateway forgets old bookkeeping rows, never conversations."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.fakes.openai_server import text
+from tests.gateway.runtime_harness import KEY, Clock, runner_for
+
+
+async def test_the_gateway_prunes_old_ledgers_but_keeps_the_conversation(tmp_path, model):
+    model.enqueue(text("first answer"))
+    async with runner_for(tmp_path, model) as (runner, fake):
+        await fake.inject("first question", chat_id="c1", user_id="u1")
+        await fake.wait_turns(1)
+        session = await runner.store.find_by_session_key(KEY)
+        assert await runner.store.outbox_latest_for_session(session.id) is not None
+    clock = Clock()
+    clock.advance(30 * 86400)  # a month later, retention 7 days (the default)
+    async with runner_for(tmp_path, model, clock=clock) as (runner, fake):
+        for _ in range(100):
+            if await runner.store.outbox_latest_for_session(session.id) is None:
+                break
+            await asyncio.sleep(0.02)
+        assert await runner.store.outbox_latest_for_session(session.id) is None
+        # The dedup record of the old event is gone; the conversation is all still there.
+        assert await runner.store.record_if_new("fake", "probe") is True
+        history = await runner.store.load_history(session.id)
+        assert [m["content"] for m in history] == ["first question", "first answer"]
+
+
+async def test_retention_is_configurable_and_has_a_floor(tmp_path, model):
+    from gateway.config.errors import ConfigError
+    from tests.gateway.runtime_harness import make_config
+
+    assert make_config(model, gateway__ledger_retention_days=30).gateway.ledger_retention_days == 30
+    try:
+        make_config(model, gateway__ledger_retention_days=0.5)
+    except ConfigError as exc:
+        assert "gateway.ledger_retention_days" in str(exc)
+    else:
+        raise AssertionError("a retention under one day was accepted")
