@@ -34,12 +34,15 @@ class DurableInbox:
         self._store = store
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def hold(self, key: str, event: MessageEvent) -> None:
+    async def hold(self, key: str, event: MessageEvent) -> bool:
+        """True when the event is now held durably."""
         try:
             await self._store.inbound_hold(event.platform, event.event_id, key,
                                            event.model_dump_json())
         except Exception as exc:  # noqa: BLE001 - see class docstring
             log.warning("inbound_hold_failed", session_key=key, error=type(exc).__name__)
+            return False
+        return True
 
     async def release(self, events: Iterable[MessageEvent]) -> None:
         try:

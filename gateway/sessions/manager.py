@@ -87,13 +87,12 @@ class SessionManager:
         With an inbox the event is held durably first, until its turn stores it (also while
         closing: it is answered after the restart). `recovered` events (start-up recovery)
         are already accounted for: they are queued in order, with no busy handling."""
-        if self._inbox is not None and not recovered:
-            await self._inbox.hold(key, event)
+        held = (not recovered and self._inbox is not None
+                and await self._inbox.hold(key, event))
         if self._closing:
             await self._handler.notify(event, (
                 "⏳ The gateway is restarting; I'll answer this as soon as it is back."
-                if self._inbox is not None and not recovered
-                else "The gateway is restarting; please resend in a moment."))
+                if held else "The gateway is restarting; please resend in a moment."))
             return "closing"
         worker = self._worker(key)
         if recovered:
