@@ -17,6 +17,7 @@ import asyncio
 import inspect
 import json
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -162,6 +163,7 @@ class HealthServer:
                 "version": self._version,
                 "started_at": self._started_at,
                 "uptime_s": round(time.time() - self._started_at, 3),
+                **process_stats(),
             },
             "adapters": [st.to_dict() for st in self._supervisor.snapshot()],
         }
@@ -182,3 +184,15 @@ class HealthServer:
 
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, default=str)
+
+
+def process_stats() -> dict[str, Any]:
+    """Resident memory (None where /proc is missing, e.g. macOS), threads and open tasks."""
+    rss = None
+    try:
+        with open("/proc/self/statm") as f:
+            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"rss_bytes": rss, "threads": threading.active_count(),
+            "tasks": len(asyncio.all_tasks())}

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 from typing import Any
 
 import structlog
+
+from gateway.health import process_stats
 
 __all__ = ["prune_forever"]
 
@@ -26,4 +29,6 @@ async def prune_forever(store: Any, retention_days: float, clock: Callable[[], f
                 log.info("ledgers_pruned", **counts)
         except Exception as exc:  # noqa: BLE001 - housekeeping must never stop the gateway
             log.warning("ledger_prune_failed", error=type(exc).__name__)
+        # One line an hour: a slow leak shows in the logs long before the OOM killer.
+        log.info("process_stats", **process_stats(), gc_counts=list(gc.get_count()))
         await asyncio.sleep(interval_s)

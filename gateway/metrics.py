@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    ProcessCollector,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 __all__ = ["CONTENT_TYPE", "GatewayMetrics"]
@@ -35,6 +42,10 @@ class GatewayMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         r = self.registry
+        # Resident memory, CPU seconds, open fds (Linux /proc) and collector stats: a leak or a
+        # runaway shows on a dashboard long before the OOM killer does.
+        ProcessCollector(registry=r)
+        GCCollector(registry=r)
         self.events_in = Counter(
             "hermes_events_in",
             "Inbound events emitted by adapters",

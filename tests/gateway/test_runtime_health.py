@@ -82,12 +82,15 @@ async def test_status_and_metrics_show_adapters_sessions_events_and_turns(tmp_pa
         assert data["adapters"][0]["last_inbound_at"] is not None
         assert data["sessions"]["active"] == 2
         assert data["sessions"]["queues"] == {"fake:dm:c1": 1}
+        assert data["gateway"]["rss_bytes"] > 10_000_000 and data["gateway"]["threads"] >= 2
 
         assert await _metric(url, "hermes_events_in_total") == 5
         assert await _metric(url, "hermes_turns_total", outcome="ok") == 2
         assert await _metric(url, "hermes_turns_total") == 2
         assert await _metric(url, "hermes_turn_latency_seconds_count") == 2
         assert await _metric(url, "hermes_events_out_total") >= 2
+        assert await _metric(url, "process_resident_memory_bytes") > 10_000_000
+        assert "python_gc_collections_total{generation=" in (await _get(url + "/metrics"))[1]
 
 
 async def test_only_adapter_refusing_credentials_makes_run_return_78(tmp_path, model):
