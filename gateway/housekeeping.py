@@ -20,13 +20,15 @@ DAY_S = 86400.0
 
 async def prune_forever(store: Any, retention_days: float, clock: Callable[[], float],
                         interval_s: float = 3600.0) -> None:
-    """Prune the ledgers now, then every `interval_s`, keeping `retention_days`. Runs until
-    cancelled; a failed pass is logged and retried at the next interval."""
+    """Prune the ledgers now, then every `interval_s`, keeping `retention_days`, refresh the
+    query planner's statistics and log the process's vital signs. Runs until cancelled; a
+    failed pass is logged and retried at the next interval."""
     while True:
         try:
             counts = await store.prune_ledgers(clock() - retention_days * DAY_S)
             if any(counts.values()):
                 log.info("ledgers_pruned", **counts)
+            await store.optimize()
         except Exception as exc:  # noqa: BLE001 - housekeeping must never stop the gateway
             log.warning("ledger_prune_failed", error=type(exc).__name__)
         # One line an hour: a slow leak shows in the logs long before the OOM killer.

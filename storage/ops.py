@@ -22,6 +22,16 @@ class OpsMixin(StoreBase):
         except Exception:
             return False
 
+    async def optimize(self) -> None:
+        """Routine maintenance: refresh the query planner's statistics where they drifted
+        (`PRAGMA optimize`; cheap when nothing changed). The WAL is checkpointed by SQLite
+        itself as it grows. Raises `StorageError` subclasses."""
+
+        async def op(conn: Conn) -> None:
+            await conn.execute("PRAGMA optimize")
+
+        await self._write(op)
+
     async def unreachable_chats(self) -> list[tuple[str, str]]:
         """(platform, chat_id) of every chat marked unreachable."""
         rows = await self._fetchall("SELECT platform, chat_id FROM unreachable_chats")
