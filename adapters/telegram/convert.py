@@ -9,7 +9,7 @@ from telegram import Message, MessageEntity, Update
 
 from gateway.events import Attachment, ChatType, MessageEvent, UserRef
 
-__all__ = ["BotIdentity", "FileRef", "files_of", "inbound_message", "to_event"]
+__all__ = ["BotIdentity", "FileRef", "files_of", "inbound_message", "to_event", "with_entities"]
 
 Kind = Literal["image", "audio", "voice", "video", "document", "other"]
 
@@ -130,9 +130,14 @@ def to_event(
     notes: tuple[str, ...] = (),
 ) -> MessageEvent:
     """Normalize one inbound message. Captions become the text; `notes` (e.g. skipped
-    attachments) are appended to it. The text is otherwise left as sent (`/cmd@otherbot`
-    included: commands addressed to another bot simply don't count as a mention)."""
-    text = message.text or message.caption or ""
+    attachments) are appended to it. Link targets and code the plain text would lose are
+    written back as Markdown (`with_entities`); the text is otherwise left as sent
+    (`/cmd@otherbot` included: commands addressed to another bot simply don't count as a
+    mention)."""
+    if message.text:
+        text = with_entities(message.text, message.entities)
+    else:
+        text = with_entities(message.caption or "", message.caption_entities)
     if notes:
         text = "\n\n".join([text, *notes]) if text else "\n\n".join(notes)
     reply_to, reply_to_bot = _reply(message, me)
@@ -152,3 +157,46 @@ def to_event(
         timestamp=message.date.timestamp(),
         raw=update,
     )
+
+
+_KEPT = (MessageEntity.TEXT_LINK, MessageEntity.CODE, MessageEntity.PRE)
+
+
+def with_entities(text: str, entities: tuple[MessageEntity, ...] | None) -> str:
+    """`text` with the formatting that carries meaning written back as Markdown.
+
+    Telegram sends formatting as entities beside plain text, so the plain text alone loses
+    the target of a hidden link and the boundaries (and language) of code. Those three are
+    restored: `[text](url)`, `` `code` `` and fenced blocks. Bold, italics and the like change
+    nothing the model needs and are left out. Offsets are in UTF-16 code units; nested
+    entities inside one already restored are skipped."""
+    chosen = sorted((e for e in entities or () if e.type in _KEPT and e.length > 0),
+                    key=lambda e: (e.offset, -e.length))
+    if not chosen:
+        return text
+    units = text.encode("utf-16-le")
+    out: list[str] = []
+    pos = 0
+    for e in chosen:
+        start, end = e.offset * 2, (e.offset + e.length) * 2
+        if start < pos or end > len(units):
+            continue
+        out.append(units[pos:start].decode("utf-16-le", "replace"))
+        body = units[start:end].decode("utf-16-le", "replace")
+        out.append(_markdown(e, body))
+        pos = end
+    out.append(units[pos:].decode("utf-16-le", "replace"))
+    return "".join(out)
+
+
+def _markdown(entity: MessageEntity, body: str) -> str:
+    if entity.type == MessageEntity.TEXT_LINK and entity.url:
+        return f"[{body}]({entity.url})"
+    if entity.type == MessageEntity.CODE:
+        fence = "``" if "`" in body else "`"
+        pad = " " if fence == "``" else ""
+        return f"{fence}{pad}{body}{pad}{fence}"
+    if entity.type == MessageEntity.PRE:
+        ticks = "````" if "```" in body else "```"
+        return f"{ticks}{entity.language or ''}\n{body.strip(chr(10))}\n{ticks}"
+    return body

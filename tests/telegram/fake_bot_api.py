@@ -213,6 +213,7 @@ class FakeBotApi:
         voice: bytes | None = None,
         file_size: int | None = None,
         text_mention_bot: bool = False,
+        entities: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """A message from a user as Telegram would send it in an update. With files, `text`
         becomes the caption. In a forum topic the message carries the topic-creation message
@@ -228,6 +229,7 @@ class FakeBotApi:
             if text_mention_bot:
                 ents.append({"type": "text_mention", "offset": 0,
                              "length": utf16_len(text.split()[0]), "user": self.bot_user})
+            ents.extend(entities or ())
             if ents:
                 msg[ent_key] = ents
         if photo is not None:

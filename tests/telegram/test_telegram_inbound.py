@@ -251,3 +251,31 @@ async def test_command_menu_published_at_start(api: FakeBotApi, rec: Recorder) -
     assert api.commands == [{"command": "help", "description": "Show help"},
                             {"command": "new", "description": "Start over"}]
     assert adapter.me is not None and adapter.me.username == BOT_USER["username"]
+
+
+async def test_hidden_links_and_code_reach_the_agent_as_markdown(api: FakeBotApi,
+                                                                 rec: Recorder) -> None:
+    from tests.telegram.fake_updates import utf16_len
+
+    text = "see the docs 👍 then run make test:\npytest -q\nthanks"
+
+    def at(part: str) -> int:
+        return utf16_len(text[: text.index(part)])
+
+    entities = [
+        {"type": "text_link", "offset": at("docs"), "length": 4, "url": "https://ex.org/docs"},
+        {"type": "italic", "offset": at("docs"), "length": 4},
+        {"type": "code", "offset": at("make test"), "length": utf16_len("make test")},
+        {"type": "pre", "offset": at("pytest -q"), "length": utf16_len("pytest -q"),
+         "language": "bash"},
+    ]
+    adapter = make(api)
+    async with running(adapter, rec):
+        dm = api.private_chat()
+        api.send_user(dm, text, entities=entities)
+        api.send_user(dm, "caption with a link", document=("a.txt", b"hi"), entities=[
+            {"type": "text_link", "offset": 15, "length": 4, "url": "https://ex.org/a"}])
+        plain, captioned = await rec.wait_for(2)
+    assert plain.text == ("see the [docs](https://ex.org/docs) 👍 then run `make test`:\n"
+                          "```bash\npytest -q\n```\nthanks")
+    assert captioned.text.startswith("caption with a [link](https://ex.org/a)")
