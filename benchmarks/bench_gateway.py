@@ -201,7 +201,7 @@ class Gateway:
                                     adapters={"bench": self.adapter}, take_locks=False)
 
     async def __aenter__(self) -> Gateway:
-        from gateway.runner import settle_heap
+        from gateway.process import settle_heap
 
         await self.runner.start()
         settle_heap()  # as `GatewayRunner.run` does once started

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import signal
 import socket
@@ -34,6 +33,13 @@ from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
 from gateway.pipeline.authz import AccessPolicy
 from gateway.ports import BasePlatformAdapter, CursorStore
+from gateway.process import (
+    EXIT_FORCED,
+    SHUTDOWN_GRACE_S,
+    hard_exit,
+    settle_heap,
+    shutdown_deadline,
+)
 from gateway.recovery import recover_held, recover_unanswered
 from gateway.registry import create_adapter
 from gateway.sdnotify import SdNotifier
@@ -43,7 +49,8 @@ from gateway.supervisor import AdapterSupervisor, SupervisorSettings
 from gateway.turns import TurnService, TurnSettings
 from gateway.watchdog import LoopWatchdog
 
-__all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle", "settle_heap"]
+__all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle"]
+
 
 log = structlog.get_logger("gateway.runner")
 
@@ -153,8 +160,13 @@ class GatewayRunner:
             return self._exit_code
         finally:
             # Also after an unexpected error: open storage threads would keep the process
-            # from exiting.
-            await self.shutdown()
+            # from exiting. A teardown that hangs past the drain plus a grace period ends the
+            # process anyway (stacks logged), so a supervisor never waits on a zombie.
+            deadline = shutdown_deadline(self.config.gateway.drain_timeout_s + SHUTDOWN_GRACE_S)
+            try:
+                await self.shutdown()
+            finally:
+                deadline.cancel()
 
     async def start(self) -> None:
         detect_ca_bundle()
@@ -424,8 +436,19 @@ class GatewayRunner:
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGTERM, self.request_stop, 0)
-            loop.add_signal_handler(signal.SIGINT, self.request_stop, 0)
+            loop.add_signal_handler(signal.SIGINT, self._on_interrupt)
             loop.add_signal_handler(signal.SIGUSR1, self.request_stop, EXIT_RESTART)
+
+    def _on_interrupt(self) -> None:
+        """Ctrl-C: drain and exit; Ctrl-C again while draining: exit now. Stored state is safe
+        (every write is a committed transaction, replies are in the outbox, queued messages
+        are held) and is picked up by the next start. A repeated SIGTERM (what service
+        managers send) keeps draining."""
+        if not self._stop.is_set():
+            self.request_stop(0)
+            return
+        log.warning("second_interrupt_exit_now")
+        hard_exit(EXIT_FORCED)
 
 
 def _version() -> str:
@@ -433,10 +456,3 @@ def _version() -> str:
 
     return __version__
 
-
-def settle_heap() -> None:
-    """Once started: collect, then freeze what survived (modules, classes, the SDKs' type
-    tables: ~100k objects) so later full collections walk only what serving created. Without
-    this a full collection of a long-running gateway stalled the event loop for ~90 ms."""
-    gc.collect()
-    gc.freeze()

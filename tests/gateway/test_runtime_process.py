@@ -141,3 +141,38 @@ async def test_only_adapter_port_in_use_exits_78(gw):
         except TimeoutError:
             code = None
     assert code == 78, gp.output()
+
+
+async def test_a_second_ctrl_c_during_the_drain_exits_at_once(gw, model, tmp_path):
+    model.enqueue(hang(120))
+    gp = await gw(drain_timeout_s=60).start()
+    await gp.wait_ready()
+    client = _client(gp)
+    reply = asyncio.create_task(_stream(client, "a very long job", "carol"))
+    async with asyncio.timeout(10):
+        while not model.requests:
+            await asyncio.sleep(0.01)
+    gp.signal(signal.SIGINT)  # Ctrl-C drains: would wait up to 60 s for the hanging turn
+    await asyncio.sleep(0.5)
+    gp.signal(signal.SIGINT)  # Ctrl-C again: leave now
+    assert await gp.wait_exit(10) == 1, gp.output()
+    reply.cancel()
+    await client.close()
+    # What was stored stays stored for the next start.
+    assert await _stored_user_texts(tmp_path) == ["a very long job"]
+
+
+def test_a_stuck_shutdown_ends_the_process_with_stacks(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import time\nfrom gateway.process import shutdown_deadline\n"
+            "shutdown_deadline({s})\n{after}")
+    stuck = subprocess.run([sys.executable, "-c", code.format(s=0.2, after="time.sleep(30)")],
+                           capture_output=True, text=True, timeout=20)
+    assert stuck.returncode == 1
+    assert "Thread" in stuck.stderr and "shutdown_stuck" in stuck.stderr + stuck.stdout
+    fine = subprocess.run([sys.executable, "-c", code.format(
+        s=0.5, after="") + "\nimport sys; sys.exit(0)"], capture_output=True, text=True,
+        timeout=20)
+    assert fine.returncode == 0
