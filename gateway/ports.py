@@ -64,6 +64,10 @@ class Capabilities:
     #: The adapter authenticates its users itself (e.g. the HTTP API's bearer keys), so the
     #: gateway's allow-lists and pairing do not apply to it.
     trusted_auth: bool = False
+    #: The platform can deliver a message nobody is waiting for (a chat). A request/response
+    #: API cannot, so turns a restart interrupted are not re-run for it (nobody would get
+    #: the answer; the model call would be wasted).
+    push: bool = True
 
 
 class CursorStore:

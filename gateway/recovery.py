@@ -32,7 +32,7 @@ async def recover_unanswered(store: Any, manager: SessionManager, delivery: Deli
     now = time.time() if now is None else now
     rerun = 0
     for s in await store.list_sessions(live_only=True, limit=1000):
-        if s.source not in adapters or not s.chat_id or not s.session_key:
+        if not _can_push(adapters, s.source) or not s.chat_id or not s.session_key:
             continue
         if (s.last_activity or s.started_at) < now - LOOKBACK_S:
             continue
@@ -79,6 +79,9 @@ async def recover_held(inbox: DurableInbox, manager: SessionManager, delivery: D
     for key, event, recorded_at in await inbox.held():
         if event.platform not in adapters or not key:
             continue
+        if not _can_push(adapters, event.platform):  # its client is gone: nobody to answer
+            await inbox.release([event])
+            continue
         target = ReplyTarget.of(event)
         if now - recorded_at <= RERUN_MAX_AGE_S:
             if key not in told:
@@ -93,3 +96,8 @@ async def recover_held(inbox: DurableInbox, manager: SessionManager, delivery: D
     if requeued:
         log.info("held_events_requeued", count=requeued)
     return requeued
+
+
+def _can_push(adapters: Mapping[str, Any], platform: str) -> bool:
+    adapter = adapters.get(platform)
+    return adapter is not None and bool(getattr(adapter.capabilities, "push", True))

@@ -48,6 +48,7 @@ class ApiAdapter(BasePlatformAdapter):
         dialect="markdown",
         rate_profile="api",
         trusted_auth=True,
+        push=False,
     )
 
     def __init__(self, name: str = "api", settings: Any = None) -> None:

@@ -62,6 +62,7 @@ class FakeAdapter(BasePlatformAdapter):
         dialect: Dialect = "markdown",
         liveness_window_s: float = 0.0,
         trusted_auth: bool = False,
+        push: bool = True,
         progress_interval_s: float = 0.05,
     ) -> None:
         self.name = name
@@ -78,6 +79,7 @@ class FakeAdapter(BasePlatformAdapter):
             rate_profile="fake",
             liveness_window_s=liveness_window_s,
             trusted_auth=trusted_auth,
+            push=push,
         )
         self.progress_interval_s = progress_interval_s
         self.inbox: list[MessageEvent] = []

@@ -110,3 +110,17 @@ async def test_a_message_arriving_during_shutdown_is_answered_after_the_restart(
     async with runner_for(tmp_path, model) as (runner, fake):
         await fake.wait_for(lambda: _asked(model, "late") == 1, 10)
         await _until_nothing_held(runner)
+
+
+async def test_request_response_adapters_do_not_get_late_answers(tmp_path, model):
+    # Like the HTTP API: the client that asked is gone after a restart, so a queued request
+    # is let go instead of costing a model call nobody receives.
+    from adapters.fake import FakeAdapter
+
+    await _queue_behind_a_hanging_turn(tmp_path, model)
+    adapter = FakeAdapter("fake", push=False)
+    async with runner_for(tmp_path, model, adapters={"fake": adapter}, **QUEUE) as (runner, _):
+        await _until_nothing_held(runner)
+        await asyncio.sleep(0.2)
+        assert _asked(model, "second") == 0 and _asked(model, "first") == 0
+        assert HELD_NOTICE not in adapter.messages("c1")
