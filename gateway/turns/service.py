@@ -137,6 +137,9 @@ class TurnService:
             except Exception as exc:
                 ok, error = False, type(exc).__name__
                 log.exception("turn_crashed", session_key=key)
+                # The user is told it failed (and may resend): not re-run after a restart.
+                with contextlib.suppress(Exception):
+                    await self._store.inbound_release(event_keys(events))
                 await self._delivery.notify(
                     target, f"⚠️ Sorry, something went wrong ({type(exc).__name__}). "
                     "Please try again, or send /new to start over.")

@@ -124,3 +124,20 @@ async def test_request_response_adapters_do_not_get_late_answers(tmp_path, model
         await asyncio.sleep(0.2)
         assert _asked(model, "second") == 0 and _asked(model, "first") == 0
         assert HELD_NOTICE not in adapter.messages("c1")
+
+
+async def test_a_turn_that_crashed_is_not_rerun_after_a_restart(tmp_path, model):
+    # Fault injection: building the session fails. The user is told to try again, so the
+    # message must not come back as a surprise answer after the next restart.
+    async with runner_for(tmp_path, model, **QUEUE) as (runner, fake):
+        async def broken(*_a, **_k):
+            raise RuntimeError("disk on fire")
+
+        runner.turns.new_session = broken
+        await fake.inject("doomed", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: any("something went wrong" in m
+                                        for m in fake.messages("c1")))
+        await _until_nothing_held(runner)
+    async with runner_for(tmp_path, model, **QUEUE) as (_runner, fake):
+        await asyncio.sleep(0.2)
+        assert _asked(model, "doomed") == 0
