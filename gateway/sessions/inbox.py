@@ -37,8 +37,7 @@ class DurableInbox:
     async def hold(self, key: str, event: MessageEvent) -> bool:
         """True when the event is now held durably."""
         try:
-            await self._store.inbound_hold(event.platform, event.event_id, key,
-                                           event.model_dump_json())
+            await self._store.inbound_hold(event.platform, event.event_id, key, _payload(event))
         except Exception as exc:  # noqa: BLE001 - see class docstring
             log.warning("inbound_hold_failed", session_key=key, error=type(exc).__name__)
             return False
@@ -80,3 +79,13 @@ class DurableInbox:
         """Wait for pending releases (before the store closes)."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _payload(event: MessageEvent) -> str:
+    """The event as JSON; text that cannot be encoded (lone surrogates from a broken client)
+    is held with those characters replaced, as storage stores it."""
+    try:
+        return event.model_dump_json()
+    except ValueError:
+        clean = event.text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return event.model_copy(update={"text": clean}).model_dump_json()

@@ -141,3 +141,15 @@ async def test_a_turn_that_crashed_is_not_rerun_after_a_restart(tmp_path, model)
     async with runner_for(tmp_path, model, **QUEUE) as (_runner, fake):
         await asyncio.sleep(0.2)
         assert _asked(model, "doomed") == 0
+
+
+async def test_text_with_broken_unicode_is_held_too(tmp_path, model):
+    from gateway.events import MessageEvent, UserRef
+
+    async with runner_for(tmp_path, model) as (runner, _fake):
+        event = MessageEvent(platform="fake", event_id="e1", chat_id="c1",
+                             user=UserRef(id="u1"), text="half \ud800 a pair")
+        assert await runner.inbox.hold(KEY, event) is True
+        ((key, back, _at),) = await runner.inbox.held()
+        assert key == KEY and back.text.startswith("half ") and back.text.endswith(" a pair")
+        assert "\ud800" not in back.text
