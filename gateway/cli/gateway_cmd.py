@@ -19,6 +19,7 @@ def run(
     """Run the gateway in the foreground until SIGTERM/SIGINT (exit 0) or SIGUSR1 (exit 75).
 
     Exit 78 on a configuration error, including a gateway already running for this profile.
+    Ctrl-C twice exits at once (1); stored state is kept for the next start.
     """
     from gateway.cli.bootstrap import current, fail, load_config_or_exit, warn
     from gateway.config import EXIT_CONFIG
