@@ -414,9 +414,12 @@ class GatewayRunner:
     async def _storage_ok(self) -> bool:
         return bool(await self.store.writable())
 
-    def _sessions_status(self) -> dict[str, Any]:
+    async def _sessions_status(self) -> dict[str, Any]:
         m = self.manager
-        return {"active": m.active_count, "queues": m.queue_depths()} if m else {}
+        if m is None:
+            return {}
+        held = len(await self.store.inbound_held()) if self.store is not None else 0
+        return {"active": m.active_count, "queues": m.queue_depths(), "held": held}
 
     def _compression_snapshot(self) -> dict[str, Any]:
         return self.compression.status() if self.compression is not None else {"enabled": False}

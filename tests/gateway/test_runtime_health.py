@@ -82,6 +82,7 @@ async def test_status_and_metrics_show_adapters_sessions_events_and_turns(tmp_pa
         assert data["adapters"][0]["last_inbound_at"] is not None
         assert data["sessions"]["active"] == 2
         assert data["sessions"]["queues"] == {"fake:dm:c1": 1}
+        assert data["sessions"]["held"] == 1  # the queued message is durable
         assert data["gateway"]["rss_bytes"] > 10_000_000 and data["gateway"]["threads"] >= 2
 
         assert await _metric(url, "hermes_events_in_total") == 5
