@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import stat
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import structlog
 
 from gateway.health import process_stats
 
-__all__ = ["prune_forever"]
+__all__ = ["prune_cache", "prune_forever"]
 
 log = structlog.get_logger("gateway.housekeeping")
 
@@ -19,11 +22,21 @@ DAY_S = 86400.0
 
 
 async def prune_forever(store: Any, retention_days: float, clock: Callable[[], float],
-                        interval_s: float = 3600.0) -> None:
-    """Prune the ledgers now, then every `interval_s`, keeping `retention_days`, refresh the
-    query planner's statistics and log the process's vital signs. Runs until cancelled; a
-    failed pass is logged and retried at the next interval."""
+                        interval_s: float = 3600.0, *, cache_dir: Path | None = None,
+                        cache_days: float = 0.0) -> None:
+    """Prune the ledgers now, then every `interval_s`, keeping `retention_days`, delete cached
+    attachments older than `cache_days` (0 = keep), refresh the query planner's statistics
+    and log the process's vital signs. Runs until cancelled; a failed pass is logged and
+    retried at the next interval."""
     while True:
+        if cache_dir is not None and cache_days > 0:
+            try:
+                removed = await asyncio.to_thread(prune_cache, cache_dir,
+                                                  clock() - cache_days * DAY_S)
+                if removed:
+                    log.info("cache_pruned", files=removed)
+            except Exception as exc:  # noqa: BLE001 - see above
+                log.warning("cache_prune_failed", error=type(exc).__name__)
         try:
             counts = await store.prune_ledgers(clock() - retention_days * DAY_S)
             if any(counts.values()):
@@ -34,3 +47,20 @@ async def prune_forever(store: Any, retention_days: float, clock: Callable[[], f
         # One line an hour: a slow leak shows in the logs long before the OOM killer.
         log.info("process_stats", **process_stats(), gc_counts=list(gc.get_count()))
         await asyncio.sleep(interval_s)
+
+
+def prune_cache(root: Path, older_than: float) -> int:
+    """Delete regular files under `root` last modified before `older_than` (epoch seconds);
+    symlinks are never followed. Blocking: run it in a thread. Returns how many went."""
+    removed = 0
+    for dirpath, _dirs, files in os.walk(root, followlinks=False):
+        for name in files:
+            path = Path(dirpath) / name
+            try:
+                st = path.lstat()
+                if stat.S_ISREG(st.st_mode) and st.st_mtime < older_than:
+                    path.unlink()
+                    removed += 1
+            except OSError:
+                continue
+    return removed

@@ -183,7 +183,9 @@ class GatewayRunner:
         await self._recover()
         self.notifier.ready(f"{len(self.adapters)} adapter(s) connected")
         pruner = asyncio.create_task(
-            prune_forever(self.store, self.config.gateway.ledger_retention_days, self._clock),
+            prune_forever(self.store, self.config.gateway.ledger_retention_days, self._clock,
+                          cache_dir=self.paths.cache,
+                          cache_days=self.config.gateway.media.cache_retention_days),
             name="housekeeping")
         self._cleanup.append(("housekeeping", pruner.cancel))
         window = self.config.gateway.unhealthy_exit_s

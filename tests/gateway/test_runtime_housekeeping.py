@@ -40,3 +40,41 @@ async def test_retention_is_configurable_and_has_a_floor(tmp_path, model):
         assert "gateway.ledger_retention_days" in str(exc)
     else:
         raise AssertionError("a retention under one day was accepted")
+
+
+async def test_old_cached_attachments_are_deleted_recent_ones_kept(tmp_path, model):
+    import os
+    import time
+
+    cache = tmp_path / "cache" / "telegram"
+    cache.mkdir(parents=True)
+    old, fresh = cache / "old_photo.jpg", cache / "fresh_doc.pdf"
+    old.write_bytes(b"x" * 10)
+    fresh.write_bytes(b"y" * 10)
+    month_ago = time.time() - 30 * 86400
+    os.utime(old, (month_ago, month_ago))
+    outside = tmp_path / "precious.txt"  # reachable only through a symlink in the cache
+    outside.write_text("keep me")
+    os.utime(outside, (month_ago, month_ago))
+    (cache / "link").symlink_to(outside)
+    async with runner_for(tmp_path, model):
+        for _ in range(100):
+            if not old.exists():
+                break
+            await asyncio.sleep(0.02)
+    assert not old.exists()
+    assert fresh.exists() and outside.read_text() == "keep me"
+
+
+async def test_cache_retention_zero_keeps_everything(tmp_path, model):
+    import os
+    import time
+
+    cache = tmp_path / "cache"
+    cache.mkdir(parents=True)
+    old = cache / "old.bin"
+    old.write_bytes(b"x")
+    os.utime(old, (time.time() - 90 * 86400,) * 2)
+    async with runner_for(tmp_path, model, gateway__media__cache_retention_days=0):
+        await asyncio.sleep(0.3)
+    assert old.exists()
