@@ -73,6 +73,9 @@ class AgentFactory:
             ephemeral_system_prompt=config.agent.ephemeral_system_prompt,
         )
         self.workspace = Path(config.agent.workspace or paths.workspace)
+        #: Where tools' full output is saved when the model is shown a preview (housekeeping
+        #: deletes old files here like cached attachments).
+        self.tool_output_dir = self.workspace / ".tool-output"
 
     async def aclose(self) -> None:
         await self.router.aclose()
@@ -104,7 +107,7 @@ class AgentFactory:
             return ToolContext(
                 workspace=self.workspace,
                 memory_dir=self._paths.memories,
-                output_dir=self.workspace / ".tool-output",
+                output_dir=self.tool_output_dir,
                 ports=ports,
                 session_id=session_id,
                 extra=extra if extra is not None else {},

@@ -22,17 +22,19 @@ DAY_S = 86400.0
 
 
 async def prune_forever(store: Any, retention_days: float, clock: Callable[[], float],
-                        interval_s: float = 3600.0, *, cache_dir: Path | None = None,
+                        interval_s: float = 3600.0, *, cache_dirs: tuple[Path, ...] = (),
                         cache_days: float = 0.0) -> None:
-    """Prune the ledgers now, then every `interval_s`, keeping `retention_days`, delete cached
-    attachments older than `cache_days` (0 = keep), refresh the query planner's statistics
-    and log the process's vital signs. Runs until cancelled; a failed pass is logged and
-    retried at the next interval."""
+    """Prune the ledgers now, then every `interval_s`, keeping `retention_days`, delete files
+    in `cache_dirs` (cached attachments, saved tool output) older than `cache_days` (0 =
+    keep), refresh the query planner's statistics and log the process's vital signs. Runs
+    until cancelled; a failed pass is logged and retried at the next interval."""
     while True:
-        if cache_dir is not None and cache_days > 0:
+        if cache_days > 0:
             try:
-                removed = await asyncio.to_thread(prune_cache, cache_dir,
-                                                  clock() - cache_days * DAY_S)
+                cutoff = clock() - cache_days * DAY_S
+                removed = 0
+                for d in cache_dirs:
+                    removed += await asyncio.to_thread(prune_cache, d, cutoff)
                 if removed:
                     log.info("cache_pruned", files=removed)
             except Exception as exc:  # noqa: BLE001 - see above

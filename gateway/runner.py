@@ -184,7 +184,7 @@ class GatewayRunner:
         self.notifier.ready(f"{len(self.adapters)} adapter(s) connected")
         pruner = asyncio.create_task(
             prune_forever(self.store, self.config.gateway.ledger_retention_days, self._clock,
-                          cache_dir=self.paths.cache,
+                          cache_dirs=(self.paths.cache, self.agents.tool_output_dir),
                           cache_days=self.config.gateway.media.cache_retention_days),
             name="housekeeping")
         self._cleanup.append(("housekeeping", pruner.cancel))

@@ -151,7 +151,8 @@ class MediaConfig(ConfigModel):
     """Extra directories `MEDIA:` may send from (besides cache/ and workspace/)."""
     max_inbound_mb: float = Field(default=20.0, gt=0)
     cache_retention_days: float = Field(default=7.0, ge=0)
-    """Cached inbound attachments older than this are deleted (hourly). 0 = keep for ever."""
+    """Cached inbound attachments and saved tool output older than this are deleted
+    (hourly). 0 = keep for ever."""
 
 
 class GatewayConfig(ConfigModel):

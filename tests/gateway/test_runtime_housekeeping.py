@@ -57,12 +57,16 @@ async def test_old_cached_attachments_are_deleted_recent_ones_kept(tmp_path, mod
     outside.write_text("keep me")
     os.utime(outside, (month_ago, month_ago))
     (cache / "link").symlink_to(outside)
+    spilled = tmp_path / "workspace" / ".tool-output" / "search_files-call_1.txt"
+    spilled.parent.mkdir(parents=True)
+    spilled.write_text("a huge tool output")
+    os.utime(spilled, (month_ago, month_ago))
     async with runner_for(tmp_path, model):
         for _ in range(100):
-            if not old.exists():
+            if not old.exists() and not spilled.exists():
                 break
             await asyncio.sleep(0.02)
-    assert not old.exists()
+    assert not old.exists() and not spilled.exists()
     assert fresh.exists() and outside.read_text() == "keep me"
 
 
