@@ -78,16 +78,22 @@ async def test_sigterm_lets_the_running_turn_finish_and_exits_0(gw, model, tmp_p
     assert await _stored_user_texts(tmp_path) == ["tell me about the fox"]
 
 
-async def test_sigterm_with_hanging_model_interrupts_after_drain_and_exits_0(gw, model,
-                                                                            tmp_path):
+async def _mid_turn(gw, model, drain_timeout_s: float, question: str, user: str):
+    """A gateway process whose model hangs, with one HTTP request waiting on it."""
     model.enqueue(hang(120))
-    gp = await gw(drain_timeout_s=0.5).start()
+    gp = await gw(drain_timeout_s=drain_timeout_s).start()
     await gp.wait_ready()
     client = _client(gp)
-    reply = asyncio.create_task(_stream(client, "this will take forever", "bob"))
+    reply = asyncio.create_task(_stream(client, question, user))
     async with asyncio.timeout(10):
         while not model.requests:
             await asyncio.sleep(0.01)
+    return gp, client, reply
+
+
+async def test_sigterm_with_hanging_model_interrupts_after_drain_and_exits_0(gw, model,
+                                                                            tmp_path):
+    gp, client, reply = await _mid_turn(gw, model, 0.5, "this will take forever", "bob")
     gp.signal(signal.SIGTERM)
     assert await gp.wait_exit(20) == 0, gp.output()
     # The client is answered (an error or a closed stream), never left hanging.
@@ -144,14 +150,7 @@ async def test_only_adapter_port_in_use_exits_78(gw):
 
 
 async def test_a_second_ctrl_c_during_the_drain_exits_at_once(gw, model, tmp_path):
-    model.enqueue(hang(120))
-    gp = await gw(drain_timeout_s=60).start()
-    await gp.wait_ready()
-    client = _client(gp)
-    reply = asyncio.create_task(_stream(client, "a very long job", "carol"))
-    async with asyncio.timeout(10):
-        while not model.requests:
-            await asyncio.sleep(0.01)
+    gp, client, reply = await _mid_turn(gw, model, 60, "a very long job", "carol")
     gp.signal(signal.SIGINT)  # Ctrl-C drains: would wait up to 60 s for the hanging turn
     await asyncio.sleep(0.5)
     gp.signal(signal.SIGINT)  # Ctrl-C again: leave now
