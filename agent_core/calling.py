@@ -237,8 +237,12 @@ class ModelCaller:
                 queue.put_nowait(resp)
 
         task = asyncio.get_running_loop().create_task(produce(), name=f"model-call:{provider.name}")
-        watcher = asyncio.get_running_loop().create_task(signal.wait(), name="model-call-interrupt")
-        watcher.add_done_callback(lambda _w: task.cancel())
+
+        def stop() -> None:  # an interrupt cancels the request mid-stream
+            task.cancel()
+            queue.put_nowait(_CANCELLED)  # also when the task is cancelled before it ran
+
+        unwatch = signal.on_set(stop)
         try:
             while True:
                 item = await queue.get()
@@ -249,7 +253,7 @@ class ModelCaller:
                 if not isinstance(item, TextDelta | ReasoningDelta | Usage):
                     return
         finally:
-            watcher.cancel()
+            unwatch()
             if not task.done():
                 task.cancel()
                 await asyncio.wait({task})

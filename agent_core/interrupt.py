@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 __all__ = ["InterruptSignal"]
 
@@ -14,11 +15,12 @@ class InterruptSignal:
     inside a running event loop or lazily: the asyncio.Event is created on first use.
     """
 
-    __slots__ = ("_event", "_reason")
+    __slots__ = ("_event", "_reason", "_callbacks")
 
     def __init__(self) -> None:
         self._event: asyncio.Event | None = None
         self._reason: str | None = None
+        self._callbacks: list[Callable[[], object]] = []
 
     def _ev(self) -> asyncio.Event:
         if self._event is None:
@@ -31,6 +33,24 @@ class InterruptSignal:
         if self._reason is None:
             self._reason = reason
         self._ev().set()
+        callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb()
+
+    def on_set(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Call `callback()` once when the signal is set (at once if it already is), without
+        a task of its own. Returns a function that unregisters it. `callback` must not
+        raise."""
+        if self._reason is not None:
+            callback()
+            return lambda: None
+        self._callbacks.append(callback)
+
+        def remove() -> None:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+        return remove
 
     @property
     def is_set(self) -> bool:

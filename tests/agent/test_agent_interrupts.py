@@ -136,3 +136,27 @@ async def test_interrupt_before_the_turn_starts_sends_nothing(fake_openai: FakeO
     end = terminal(await collect(agent.run_turn([], "x", interrupt=signal)))
     assert isinstance(end, Interrupted) and end.reason == "too late"
     assert fake_openai.requests == []
+
+
+def test_interrupt_signal_callbacks_run_once_and_can_be_removed():
+    sig = InterruptSignal()
+    seen: list[str] = []
+    sig.on_set(lambda: seen.append("a"))
+    remove_b = sig.on_set(lambda: seen.append("b"))
+    remove_b()
+    sig.set("stop")
+    sig.set("again")
+    assert seen == ["a"] and sig.reason == "stop"
+    sig.on_set(lambda: seen.append("late"))  # already set: called at once
+    assert seen == ["a", "late"]
+
+
+async def test_a_turn_whose_signal_is_already_set_ends_interrupted_without_a_request(
+    fake_openai: FakeOpenAIServer,
+):
+    agent, _ = make_agent([settings(fake_openai)])
+    signal = InterruptSignal()
+    signal.set("stopped before it began")
+    events = await asyncio.wait_for(collect(agent.run_turn([], "hello", interrupt=signal)), 5)
+    assert isinstance(terminal(events), Interrupted)
+    assert fake_openai.requests == []
