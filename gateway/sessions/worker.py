@@ -169,13 +169,11 @@ class SessionWorker:
         self._turn = turn = asyncio.create_task(
             self._guarded(batch, signal), name=f"turn:{self.key}"
         )
+        stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        unwatch = signal.on_set(lambda: stop.done() or stop.set_result(None))
         try:
-            while True:
-                stop = asyncio.ensure_future(signal.wait())
-                done, _ = await asyncio.wait({turn, stop}, return_when=asyncio.FIRST_COMPLETED)
-                if turn in done:
-                    stop.cancel()
-                    break
+            done, _ = await asyncio.wait({turn, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if turn not in done:
                 # Interrupt requested: the agent honours it cooperatively; cancel as a backstop.
                 finished, _ = await asyncio.wait({turn}, timeout=self._grace)
                 if not finished:
@@ -183,8 +181,8 @@ class SessionWorker:
                     turn.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await turn
-                break
         finally:
+            unwatch()
             self.turns_run += 1
             self._turn = None
             self._signal = None
