@@ -12,11 +12,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from storage.base import StoreBase, fetch_session
-from storage.codec import MESSAGE_COLUMNS, message_to_row, row_to_message
+from storage.codec import message_to_row
 from storage.errors import SessionNotFoundError
 from storage.inbox import release_on
 from storage.lineage import _tip_on
-from storage.messages import insert_rows
+from storage.messages import history_on, insert_rows
 from storage.syncconn import Conn
 from storage.types import Session
 
@@ -70,11 +70,8 @@ class LiveMixin(StoreBase):
             await conn.execute("BEGIN")  # one snapshot for the three statements
             try:
                 session = await fetch_session(conn, await _tip_on(conn, session_id))
-                rows = await conn.execute_fetchall(
-                    f"SELECT id, {MESSAGE_COLUMNS} FROM messages"
-                    " WHERE session_id = ? AND active = 1 ORDER BY id", (session.id,))
+                return session, await history_on(conn, session.id)
             finally:
                 await conn.execute("COMMIT")
-            return session, [row_to_message(r) for r in rows]
 
         return await self._read(fn)

@@ -11,7 +11,7 @@ from storage.codec import MESSAGE_COLUMNS, message_to_row, row_to_message
 from storage.errors import SessionNotFoundError
 from storage.syncconn import Conn
 
-__all__ = ["MessagesMixin", "APPEND_KEY", "append_merged", "insert_rows"]
+__all__ = ["MessagesMixin", "APPEND_KEY", "append_merged", "history_on", "insert_rows"]
 
 APPEND_KEY = "append"
 _INSERT_SQL = (
@@ -39,6 +39,14 @@ async def insert_rows(
     ids = list(range(base + 1, base + 1 + len(rows)))
     await conn.executemany(_INSERT_SQL, [(i, *r) for i, r in zip(ids, rows, strict=True)])
     return ids
+
+
+async def history_on(conn: Conn, session_id: str) -> list[dict[str, Any]]:
+    """The active transcript of `session_id` in id order, read through `conn`."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
+        (session_id,))
+    return [row_to_message(r) for r in rows]
 
 
 async def append_merged(
@@ -88,12 +96,11 @@ class MessagesMixin(StoreBase):
 
     async def load_history(self, session_id: str) -> list[dict[str, Any]]:
         """The active transcript in id order (what the model should see)."""
-        rows = await self._fetchall(
-            f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1"
-            " ORDER BY id",
-            (session_id,),
-        )
-        return [row_to_message(r) for r in rows]
+
+        async def fn(conn: Conn) -> list[dict[str, Any]]:
+            return await history_on(conn, session_id)
+
+        return await self._read(fn)
 
     async def load_all(
         self, session_id: str, *, include_inactive: bool = True

@@ -42,6 +42,7 @@ _GUARD_COLUMNS = (
     "failure_streak",
     "verify_pending",
 )
+_GUARD_SQL = f"SELECT id, {', '.join(_GUARD_COLUMNS)} FROM sessions WHERE id = ?"
 
 
 async def insert_session(
@@ -284,11 +285,7 @@ class SessionsMixin(StoreBase):
         transaction). Raises `SessionNotFoundError`."""
 
         async def op(conn: Conn) -> GuardState:
-            before = await conn.execute_fetchall(
-                f"SELECT id, {', '.join(_GUARD_COLUMNS)} FROM sessions WHERE id = ?",
-                (session_id,))
-            if not before:
-                raise SessionNotFoundError(session_id)
+            before = await _guard_on(conn, session_id)
             await conn.execute(
                 "UPDATE sessions SET input_tokens = input_tokens + ?,"
                 " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
@@ -312,18 +309,16 @@ class SessionsMixin(StoreBase):
                     session_id,
                 ),
             )
-            return _guard(before[0])
+            return before
 
         return await self._write(op)  # type: ignore[no-any-return]
 
     async def get_guard(self, session_id: str) -> GuardState:
         """The compression guard state, read fresh. Raises `SessionNotFoundError`."""
-        row = await self._fetchone(
-            f"SELECT id, {', '.join(_GUARD_COLUMNS)} FROM sessions WHERE id = ?", (session_id,)
-        )
-        if row is None:
-            raise SessionNotFoundError(session_id)
-        return _guard(row)
+        async def fn(conn: Conn) -> GuardState:
+            return await _guard_on(conn, session_id)
+
+        return await self._read(fn)
 
     async def update_guard(
         self,
@@ -361,17 +356,17 @@ class SessionsMixin(StoreBase):
                 await conn.execute(
                     f"UPDATE sessions SET {sets} WHERE id = ?", (*given.values(), session_id)
                 )
-            rows = list(
-                await conn.execute_fetchall(
-                    f"SELECT id, {', '.join(_GUARD_COLUMNS)} FROM sessions WHERE id = ?",
-                    (session_id,),
-                )
-            )
-            if not rows:
-                raise SessionNotFoundError(session_id)
-            return _guard(rows[0])
+            return await _guard_on(conn, session_id)
 
         return await self._write(op)
+
+
+async def _guard_on(conn: Conn, session_id: str) -> GuardState:
+    """The session's guard state through `conn`; raises `SessionNotFoundError`."""
+    rows = await conn.execute_fetchall(_GUARD_SQL, (session_id,))
+    if not rows:
+        raise SessionNotFoundError(session_id)
+    return _guard(rows[0])
 
 
 def _guard(row: Any) -> GuardState:
