@@ -4,6 +4,7 @@ Everything above `storage/` uses `StateStore`; nothing else touches SQL. This pa
 imports nothing from `gateway`, `adapters` or `agent_core`.
 """
 
+from storage.codec import scrub
 from storage.errors import (
     FenceOutcome,
     FenceRejected,
@@ -51,5 +52,6 @@ __all__ = [
     "FenceRejected",
     "FenceOutcome",
     "parse_query",
+    "scrub",
     "sanitize_title",
 ]

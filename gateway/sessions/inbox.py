@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from gateway.events import MessageEvent
+from storage import scrub
 
 __all__ = ["DurableInbox", "event_keys"]
 
@@ -87,5 +88,4 @@ def _payload(event: MessageEvent) -> str:
     try:
         return event.model_dump_json()
     except ValueError:
-        clean = event.text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-        return event.model_copy(update={"text": clean}).model_dump_json()
+        return event.model_copy(update={"text": scrub(event.text)}).model_dump_json()
