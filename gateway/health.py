@@ -17,7 +17,6 @@ import asyncio
 import inspect
 import json
 import os
-import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -27,6 +26,7 @@ from aiohttp import web
 
 from gateway.config.redact import redact_text
 from gateway.metrics import CONTENT_TYPE, GatewayMetrics
+from gateway.process import process_stats
 from gateway.supervisor import AdapterSupervisor
 from gateway.watchdog import LoopWatchdog
 
@@ -185,14 +185,3 @@ class HealthServer:
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, default=str)
 
-
-def process_stats() -> dict[str, Any]:
-    """Resident memory (None where /proc is missing, e.g. macOS), threads and open tasks."""
-    rss = None
-    try:
-        with open("/proc/self/statm") as f:
-            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        pass
-    return {"rss_bytes": rss, "threads": threading.active_count(),
-            "tasks": len(asyncio.all_tasks())}

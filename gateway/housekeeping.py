@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from gateway.health import process_stats
+from gateway.process import process_stats
 
 __all__ = ["prune_cache", "prune_forever"]
 

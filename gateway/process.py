@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import faulthandler
 import gc
 import os
 import sys
 import threading
+from typing import Any
 
 import structlog
 
-__all__ = ["EXIT_FORCED", "SHUTDOWN_GRACE_S", "hard_exit", "settle_heap", "shutdown_deadline"]
+__all__ = [
+    "EXIT_FORCED",
+    "SHUTDOWN_GRACE_S",
+    "hard_exit",
+    "process_stats",
+    "settle_heap",
+    "shutdown_deadline",
+]
 
 log = structlog.get_logger("gateway.process")
 
@@ -51,3 +60,14 @@ def shutdown_deadline(seconds: float) -> threading.Timer:
     timer.name = "hermes-shutdown-deadline"
     timer.start()
     return timer
+
+def process_stats() -> dict[str, Any]:
+    """Resident memory (None where /proc is missing, e.g. macOS), threads and open tasks."""
+    rss = None
+    try:
+        with open("/proc/self/statm") as f:
+            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"rss_bytes": rss, "threads": threading.active_count(),
+            "tasks": len(asyncio.all_tasks())}
