@@ -420,7 +420,7 @@ class GatewayRunner:
         m = self.manager
         if m is None:
             return {}
-        held = len(await self.store.inbound_held()) if self.store is not None else 0
+        held = await self.store.inbound_held_count() if self.store is not None else 0
         return {"active": m.active_count, "queues": m.queue_depths(), "held": held}
 
     def _compression_snapshot(self) -> dict[str, Any]:

@@ -51,6 +51,11 @@ class InboxMixin(StoreBase):
 
         await self._write(op)
 
+    async def inbound_held_count(self) -> int:
+        """How many events are held (the partial index answers it; no payload is read)."""
+        row = await self._fetchone("SELECT COUNT(*) FROM inbound_events WHERE held IS NOT NULL")
+        return int(row[0]) if row is not None else 0
+
     async def inbound_held(self) -> list[HeldEvent]:
         """Every held event, in the order they were accepted."""
         rows = await self._fetchall(
