@@ -49,9 +49,6 @@ class Cursor:
     async def fetchone(self) -> sqlite3.Row | None:
         return self._cur.fetchone()  # type: ignore[no-any-return]
 
-    async def fetchall(self) -> list[sqlite3.Row]:
-        return self._cur.fetchall()
-
 
 class Conn:
     """The connection API operations see; every method completes without suspending."""
@@ -60,10 +57,6 @@ class Conn:
 
     def __init__(self, raw: sqlite3.Connection) -> None:
         self.raw = raw
-
-    @property
-    def in_transaction(self) -> bool:
-        return self.raw.in_transaction
 
     async def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
         return Cursor(self.raw.execute(sql, params))
