@@ -25,6 +25,7 @@ import structlog
 from aiohttp import web
 
 from gateway.config.redact import redact_text
+from gateway.eventloop import loop_name
 from gateway.metrics import CONTENT_TYPE, GatewayMetrics
 from gateway.process import process_stats
 from gateway.supervisor import AdapterSupervisor
@@ -163,6 +164,7 @@ class HealthServer:
                 "version": self._version,
                 "started_at": self._started_at,
                 "uptime_s": round(time.time() - self._started_at, 3),
+                "event_loop": loop_name(asyncio.get_running_loop()),
                 **process_stats(),
             },
             "adapters": [st.to_dict() for st in self._supervisor.snapshot()],

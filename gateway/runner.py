@@ -26,6 +26,7 @@ from gateway.commands.builtin import CommandServices, builtin_registry
 from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
 from gateway.delivery.service import DeliveryService, ReplyTarget
 from gateway.delivery.stream import StreamSettings
+from gateway.eventloop import loop_name
 from gateway.health import HealthServer
 from gateway.housekeeping import prune_forever
 from gateway.inbound import InboundRouter
@@ -435,7 +436,8 @@ class GatewayRunner:
         held = await recover_held(self.inbox, self.manager, self.delivery,
                                   adapters=self.adapters, now=self._clock())
         log.info("gateway_ready", adapters=sorted(self.adapters), resent=resent,
-                 expired=expired, rerun=rerun, requeued=held, host=socket.gethostname())
+                 expired=expired, rerun=rerun, requeued=held, host=socket.gethostname(),
+                 event_loop=loop_name(asyncio.get_running_loop()))
 
     def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 import typer
@@ -23,6 +22,7 @@ def run(
     """
     from gateway.cli.bootstrap import current, fail, load_config_or_exit, warn
     from gateway.config import EXIT_CONFIG
+    from gateway.eventloop import run as run_loop
     from gateway.instance import AlreadyRunning
     from gateway.logging import configure_from_config
     from gateway.paths import ensure_profile_dirs, paths
@@ -37,7 +37,7 @@ def run(
     configure_from_config(loaded.config.logging, profile=state.profile)
     runner = GatewayRunner(loaded.config, p, replace=replace)
     try:
-        code = asyncio.run(runner.run())
+        code = run_loop(runner.run())
     except AlreadyRunning as exc:
         fail(f"{exc} (use --replace to take over)", EXIT_CONFIG)
     raise typer.Exit(code)

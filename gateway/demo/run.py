@@ -8,7 +8,6 @@ and the session lineage read back from state.db.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import logging
 import tempfile
@@ -23,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gateway.demo.standin import MODEL_NAME, StandInModel
+from gateway.eventloop import run as run_loop
 
 __all__ = ["run_demo"]
 
@@ -143,7 +143,7 @@ def run_demo(keep: bool = False) -> int:
     configure_logging(level="WARNING", fmt="json", log_dir=home / "logs", stream=io.StringIO(),
                       profile="demo")
     try:
-        return asyncio.run(_demo(home, console))
+        return run_loop(_demo(home, console))
     finally:
         if not keep:
             import shutil

@@ -175,3 +175,22 @@ def test_a_stuck_shutdown_ends_the_process_with_stacks(tmp_path):
         s=0.5, after="") + "\nimport sys; sys.exit(0)"], capture_output=True, text=True,
         timeout=20)
     assert fine.returncode == 0
+
+
+async def _event_loop_of(gp: GatewayProcess) -> str:
+    import aiohttp
+
+    await gp.wait_ready()
+    async with aiohttp.ClientSession() as http, http.get(gp.health_url + "/status") as resp:
+        body = await resp.json()
+    gp.signal(signal.SIGTERM)
+    assert await gp.wait_exit() == 0, gp.output()
+    return str(body["gateway"]["event_loop"])
+
+
+async def test_the_daemon_runs_on_uvloop_unless_told_otherwise(gw, monkeypatch):
+    monkeypatch.delenv("HERMES_EVENT_LOOP", raising=False)
+    assert await _event_loop_of(await gw().start()) == "uvloop"
+    monkeypatch.setenv("HERMES_EVENT_LOOP", "asyncio")
+    assert await _event_loop_of(await gw().start()) == "asyncio"
+
