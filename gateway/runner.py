@@ -149,13 +149,15 @@ class GatewayRunner:
     async def run(self) -> int:
         """Start, serve until a stop is requested, drain, tear down. Returns the exit code."""
         try:
+            # First: a stop that lands while platforms are still connecting is a drain, not
+            # the signal's default action (killed on the spot).
+            self._install_signals()
             try:
                 await self.start()
             except ConfigurationError as exc:
                 log.error("configuration_error", error=str(exc))
                 return EXIT_CONFIG
             settle_heap()
-            self._install_signals()
             await self._stop.wait()
             self.notifier.stopping("draining")
             return self._exit_code

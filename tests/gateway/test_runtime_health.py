@@ -114,3 +114,27 @@ async def test_crashing_adapter_is_restarted_and_keeps_serving(tmp_path, model):
         assert await _metric(runner.health.url, "hermes_adapter_restarts_total") == 1
         await fake.inject("still there?", chat_id="c1", user_id="u1")
         await fake.wait_for(lambda: "echo: still there?" in fake.messages("c1"))
+
+
+async def test_a_sigterm_while_an_adapter_is_still_connecting_drains_and_returns_0(tmp_path, model):
+    """Signals are handled from the first moment of `run()`, not once start-up is over: a
+    service manager's stop that lands while a platform is still connecting is a clean drain,
+    not the default action (killed on the spot, exit -15)."""
+    import os
+    import signal
+
+    fake = FakeAdapter("fake")
+    fake.hold_connect()
+    runner = GatewayRunner(make_config(model), ensure_profile_dirs(ProfilePaths(tmp_path)),
+                           adapters={"fake": fake}, health_port=0, take_locks=False)
+    run = asyncio.create_task(runner.run())
+    async with asyncio.timeout(10):
+        while fake.starts == 0:
+            await asyncio.sleep(0.01)
+    assert not fake.connected
+    handler = signal.getsignal(signal.SIGTERM)
+    assert handler not in (signal.SIG_DFL, None), "SIGTERM would kill a starting gateway"
+    os.kill(os.getpid(), signal.SIGTERM)
+    await asyncio.sleep(0.05)
+    fake.release_connect()
+    assert await asyncio.wait_for(run, 15) == 0
