@@ -18,7 +18,13 @@ Figures:
   idle workers exited).
 - time from process start (`hermes gateway run`, api adapter) to `/readyz` 200.
 Baselines measured in the same run: the bare fake-model round trip through the openai SDK
-(no gateway) and the start of a bare Python interpreter.
+(no gateway); the *ceiling*: the SDK alone sending the gateway's own request (captured from a
+gateway run: system prompt, tool schemas, history) for as many chats at a time as the
+concurrent run, no gateway code; the *floor*: the same plus the three durable writes every
+event needs (dedup record, user message before the call, reply after it) through our storage
+layer: what any one-process gateway on the SDK must at least spend; the fake model process's
+own CPU per event (it shares the 2 cores); and the start of a bare Python interpreter.
+The bench runs on the loop `hermes gateway run` uses (`gateway.eventloop`).
 Goals: >= 1,000 events/s; p99 added latency < 20 ms at 1,000 sessions; < 50 KB per idle
 session; ready in < 1.5 s; nothing lost; order kept per session.
 """
@@ -66,18 +72,25 @@ def _model_process(conn: Any) -> None:
         await server.start()
         conn.send(server.base_url)
         loop = asyncio.get_running_loop()
+        last_body: Any = None
         while True:
             cmd = await loop.run_in_executor(None, conn.recv)
             if cmd == "times":
                 conn.send([(token_of(r), r.received_at, r.finished_at) for r in server.requests])
+                if server.requests:
+                    last_body = server.requests[-1].body
                 server.requests.clear()
                 server.all_requests.clear()
+            elif cmd == "last_body":
+                conn.send(last_body)
             elif cmd == "stop":
                 await server.stop()
                 conn.send("bye")
                 return
 
-    asyncio.run(main())
+    from gateway.eventloop import run
+
+    run(main())
 
 
 class ModelProcess:
@@ -87,11 +100,17 @@ class ModelProcess:
         self._proc = ctx.Process(target=_model_process, args=(child,), daemon=True)
         self._proc.start()
         self.base_url: str = self._conn.recv()
+        self.pid = int(self._proc.pid or 0)
 
     async def times(self) -> dict[str, tuple[float, float]]:
         self._conn.send("times")
         rows = await asyncio.to_thread(self._conn.recv)
         return {tok: (rec, fin) for tok, rec, fin in rows}
+
+    async def last_body(self) -> dict[str, Any]:
+        """The JSON body of the last request served before the last `times()`."""
+        self._conn.send("last_body")
+        return await asyncio.to_thread(self._conn.recv)  # type: ignore[no-any-return]
 
     def stop(self) -> None:
         self._conn.send("stop")
@@ -301,34 +320,71 @@ async def baseline_roundtrip(model_url: str, n: int) -> list[float]:
     return out
 
 
-async def sdk_ceiling(model_url: str, n: int, concurrency: int = 100) -> tuple[float, float]:
-    """The openai SDK alone, the way the provider calls it (pre-encoded body, aiohttp
-    transport, chunks as dicts), `concurrency` streams at a time: (calls/s, CPU ms per call).
-    No gateway work at all: the ceiling of any one-process gateway that uses the SDK."""
+TOKEN = "@@TOKEN@@"
+
+
+def request_template(body: dict[str, Any]) -> bytes:
+    """A request the gateway sent (system prompt, tool schemas, history), encoded once with a
+    placeholder for the newest user message."""
     import json
 
+    body = {**body, "messages": [dict(m) for m in body["messages"]]}
+    last_user = max(i for i, m in enumerate(body["messages"]) if m.get("role") == "user")
+    body["messages"][last_user]["content"] = f"message {TOKEN}"
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+async def sdk_floor(model_url: str, template: bytes, n: int, concurrency: int, *,
+                    db_path: Path | None = None) -> tuple[float, float]:
+    """What any one-process gateway on the openai SDK must at least spend per event, with no
+    gateway code at all: `concurrency` chats at a time, each event one streamed call through
+    the SDK the way the provider makes it (pre-encoded body of the gateway's own size,
+    aiohttp transport, chunks as dicts). With `db_path`, also the three durable writes the
+    issue requires (the dedup record, the user message before the call, the reply after it),
+    made through our storage layer (one writer, group commit, FTS5-indexed messages).
+    Returns (events/s, CPU ms per event in this process, all threads)."""
     import openai
+
+    from storage import StateStore
 
     client = openai.AsyncOpenAI(base_url=model_url, api_key="sk-bench", max_retries=0,
                                 http_client=openai.DefaultAioHttpClient())
+    store = None
+    sessions: list[str] = []
+    if db_path is not None:
+        store = await StateStore.open(db_path)
+        for k in range(concurrency):
+            sessions.append((await store.create_session(source="bench", session_key=f"f{k}")).id)
     sem = asyncio.Semaphore(concurrency)
+    serial = itertools.count()
 
     async def one(i: int) -> None:
-        body = json.dumps({"model": "fake-model", "stream": True, "messages": [
-            {"role": "user", "content": f"message ceil{i}"}]}).encode()
+        token = f"floor{next(serial)}"
         async with sem:
+            if store is not None:
+                sid = sessions[i % concurrency]
+                await store.record_if_new("bench", token)
+                await store.append_live(sid, [{"role": "user", "content": f"message {token}"}])
             stream = await client.post(
-                "/chat/completions", cast_to=object, body=None, content=body, stream=True,
+                "/chat/completions", cast_to=object, body=None, stream=True,
+                content=template.replace(TOKEN.encode(), token.encode()),
                 stream_cls=openai.AsyncStream[object],
                 options={"headers": {"Content-Type": "application/json"}})
-            async for _ in stream:
-                pass
+            text = []
+            async for chunk in stream:
+                text.append(chunk)
+            if store is not None:
+                await store.append_live(sid, [{"role": "assistant", "content": f"ok {token}"}])
 
-    await asyncio.gather(*(one(i) for i in range(50)))
-    t0, c0 = time.monotonic(), time.process_time()
-    await asyncio.gather(*(one(i) for i in range(n)))
-    wall, cpu = time.monotonic() - t0, time.process_time() - c0
-    await client.close()
+    try:
+        await asyncio.gather(*(one(i) for i in range(min(n, 200))))
+        t0, c0 = time.monotonic(), time.process_time()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        wall, cpu = time.monotonic() - t0, time.process_time() - c0
+    finally:
+        await client.close()
+        if store is not None:
+            await store.close()
     return n / wall, cpu / n * 1000
 
 
@@ -452,13 +508,24 @@ async def main_async(args: argparse.Namespace) -> None:
         base_p50 = statistics.median(base)
         print(f"baseline: bare model round trip via the openai SDK p50 {ms(base_p50)} "
               f"p99 {ms(pct(base, 99))} ({1 / base_p50:,.0f} sequential calls/s)")
-        ceil_rate, ceil_cpu = await sdk_ceiling(model.base_url, 500 if quick else 3000)
+        sessions = 100 if quick else 1000
+        async with Gateway(tmp / "p0", model.base_url) as gw:  # one request as the gateway
+            await run_sessions(gw, model, 1, 5, "t")           # sends it, history and all
+        template = request_template(await model.last_body())
+        floor_n = 1000 if quick else 5000
+        ceil_rate, ceil_cpu = await sdk_floor(model.base_url, template, floor_n, sessions)
         await model.times()
-        print(f"ceiling: the openai SDK alone, 100 streams at a time: {ceil_rate:,.0f} calls/s, "
-              f"{ceil_cpu:.2f} ms CPU per call in this process (no gateway work)")
+        floor_rate, floor_cpu = await sdk_floor(model.base_url, template, floor_n, sessions,
+                                                db_path=tmp / "floor.db")
+        await model.times()
+        print(f"ceiling: the openai SDK alone, {sessions} chats at a time, the gateway's own "
+              f"request ({len(template):,} bytes): {ceil_rate:,.0f} calls/s, {ceil_cpu:.2f} ms "
+              "CPU per call in this process (no gateway work)")
+        print(f"floor:   the same plus the three durable writes every event needs (dedup, user "
+              f"message, reply; our storage layer): {floor_rate:,.0f} events/s, {floor_cpu:.2f} "
+              "ms CPU per event (no sessions, authorization, agent loop or delivery)")
 
         n1 = 100 if quick else 300  # one growing history: each turn resends all of it
-        sessions = 100 if quick else 1000
         async with Gateway(tmp / "p1", model.base_url) as gw:
             await run_sessions(gw, model, 5, 2, "w")
             if args.profile:
@@ -468,7 +535,9 @@ async def main_async(args: argparse.Namespace) -> None:
                 prof = cProfile.Profile()
                 prof.enable()
             one = await run_sessions(gw, model, 1, n1, "one")
+            model_cpu0 = _cpu_ms(model.pid)
             many = await run_sessions(gw, model, sessions, 10, "many")
+            many["model_cpu_ms"] = (_cpu_ms(model.pid) - model_cpu0) / many["events"]
             paced_rate = round(many["eps"] * 0.5)
             paced = await run_sessions(gw, model, sessions, 10 if not quick else 3, "paced",
                                        rate=paced_rate)
@@ -478,6 +547,9 @@ async def main_async(args: argparse.Namespace) -> None:
         report(f"1 session x {n1} messages", one, base_p50)
         report(f"{sessions} concurrent sessions x 10 messages (closed loop: each chat sends its "
                "next message when answered)", many, base_p50, ceil_rate)
+        print(f"  the fake model's own process: {many['model_cpu_ms']:.2f} ms CPU per event "
+              f"(on the same 2 cores); floor = {floor_rate / ceil_rate:.2f}x the ceiling, this "
+              f"run = {many['eps'] / floor_rate:.2f}x the floor")
         report(f"{sessions} sessions x {10 if not quick else 3} messages, open load at "
                f"{paced_rate} events/s (half the closed-loop throughput)", paced, base_p50)
         print(f"  (closed loop: {sessions} chats always waiting means latency = {sessions} / "
@@ -510,7 +582,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (CI smoke run)")
     parser.add_argument("--profile", action="store_true", help="cProfile the message runs")
-    asyncio.run(main_async(parser.parse_args()))
+    from gateway.eventloop import run
+
+    run(main_async(parser.parse_args()))  # the loop `hermes gateway run` uses
 
 
 if __name__ == "__main__":
