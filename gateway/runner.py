@@ -183,6 +183,8 @@ class GatewayRunner:
         await self._start_adapters()
         await self._start_health()  # probes answer (503) while adapters are still connecting
         await self._await_adapters()
+        if self._stop.is_set():  # stopped while connecting: recovery waits for the next start
+            return
         await self._recover()
         self.notifier.ready(f"{len(self.adapters)} adapter(s) connected")
         pruner = asyncio.create_task(
@@ -373,8 +375,18 @@ class GatewayRunner:
         await self.supervisor.start()
 
     async def _await_adapters(self) -> None:
+        """Until every adapter settled (or its connect timeout passed), or a stop came."""
         assert self.supervisor is not None
-        await self.supervisor.wait_started(self.config.gateway.adapter_connect_timeout_s + 1)
+        started = asyncio.ensure_future(
+            self.supervisor.wait_started(self.config.gateway.adapter_connect_timeout_s + 1))
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait((started, stop), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            started.cancel()
+            stop.cancel()
+        if self._stop.is_set():
+            return
         if self.adapters and self.supervisor.all_fatal():
             raise ConfigurationError("every enabled adapter failed fatally at start "
                                      "(check tokens and platform settings)")
