@@ -180,6 +180,30 @@ class BenchAdapter(BasePlatformAdapter):
 # -- helpers ------------------------------------------------------------------------------------
 
 
+class FullCollections:
+    """Pauses of the cyclic collector's full (generation 2) collections, in seconds."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+        self._t0 = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.pauses.append(time.perf_counter() - self._t0)
+
+    def take(self) -> list[float]:
+        out, self.pauses = self.pauses, []
+        return out
+
+
+FULL_GC = FullCollections()
+
+
 def pct(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
@@ -231,7 +255,10 @@ class Gateway:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        from gateway.process import unsettle_heap
+
         await self.runner.shutdown()
+        unsettle_heap()  # as `GatewayRunner.run` does on the way out
 
 
 async def run_sessions(gw: Gateway, model: ModelProcess, sessions: int, per_session: int,
@@ -259,10 +286,14 @@ async def run_sessions(gw: Gateway, model: ModelProcess, sessions: int, per_sess
 
     t0 = time.monotonic()
     cpu0 = time.process_time()
+    FULL_GC.take()
     await asyncio.gather(*(chat(i) for i in range(sessions)))
     wall = time.monotonic() - t0
     cpu = time.process_time() - cpu0
-    return await _collect(gw, model, marks, sessions, per_session, prefix, wall, cpu)
+    pauses = FULL_GC.take()
+    out = await _collect(gw, model, marks, sessions, per_session, prefix, wall, cpu)
+    out["gc_pauses"] = pauses
+    return out
 
 
 async def _collect(gw: Gateway, model: ModelProcess, marks: dict[str, tuple[float, float]],
@@ -493,6 +524,9 @@ def report(name: str, r: dict[str, Any], base_p50: float, ceiling: float = 0.0) 
           f"   = {pct(r['e2e'], 50) / base_p50:.1f}x the bare model round trip")
     print(f"  gateway process CPU {r['cpu']:.2f} s = {r['cpu'] / r['events'] * 1000:.2f} ms per "
           f"event (all threads: loop, SQLite, HTTP client); {r['cpu'] / r['wall']:.0%} of a core")
+    gcp = r.get("gc_pauses") or []
+    print(f"  full GC collections during the run: {len(gcp)}"
+          + (f", longest {max(gcp) * 1000:.1f} ms, {sum(gcp) * 1000:.0f} ms in all" if gcp else ""))
 
 
 async def main_async(args: argparse.Namespace) -> None:

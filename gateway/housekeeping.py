@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from gateway.process import process_stats
+from gateway.process import process_stats, resettle_heap
 
 __all__ = ["prune_cache", "prune_forever"]
 
@@ -47,7 +47,10 @@ async def prune_forever(store: Any, retention_days: float, clock: Callable[[], f
         except Exception as exc:  # noqa: BLE001 - housekeeping must never stop the gateway
             log.warning("ledger_prune_failed", error=type(exc).__name__)
         # One line an hour: a slow leak shows in the logs long before the OOM killer.
-        log.info("process_stats", **process_stats(), gc_counts=list(gc.get_count()))
+        pause = resettle_heap()
+        log.info("process_stats", **process_stats(), gc_counts=list(gc.get_count()),
+                 gc_frozen=gc.get_freeze_count(),
+                 gc_resettle_ms=None if pause is None else round(pause, 1))
         await asyncio.sleep(interval_s)
 
 

@@ -40,6 +40,7 @@ from gateway.process import (
     hard_exit,
     settle_heap,
     shutdown_deadline,
+    unsettle_heap,
 )
 from gateway.recovery import recover_held, recover_unanswered
 from gateway.registry import create_adapter
@@ -170,6 +171,7 @@ class GatewayRunner:
                 await self.shutdown()
             finally:
                 deadline.cancel()
+                unsettle_heap()
 
     async def start(self) -> None:
         detect_ca_bundle()
