@@ -45,6 +45,8 @@ def loop_name(loop: asyncio.AbstractEventLoop) -> str:
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run` on the chosen loop."""
-    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+    """`asyncio.run` on the chosen loop (exactly `asyncio.run` for the standard one)."""
+    factory = loop_factory()
+    with asyncio.Runner(loop_factory=None if factory is asyncio.new_event_loop else factory) \
+            as runner:
         return runner.run(main)
