@@ -74,20 +74,6 @@ def estimate_text(text: str) -> int:
         return 0
     if n <= _SHORT:
         return _estimate_short(text)
-    if n > _SAMPLE:
-        sample = text[:_HALF] + text[-_HALF:]
-        scale = n / _SAMPLE
-    else:
-        sample = text
-        scale = 1.0
-    if sample.isascii():  # the common case, inlined
-        m = len(sample)
-        raw = sample.encode("ascii")
-        spaces = m - len(raw.translate(None, b" \n"))
-        punct = m - len(raw.translate(None, _PUNCT))
-        ratio = min(spaces / m, _PROSE_SPACE_RATIO) / _PROSE_SPACE_RATIO
-        cpt = _DENSE_CPT + (_PROSE_CPT - _DENSE_CPT) * ratio
-        return max(1, round(((m - punct) / cpt + punct * _PUNCT_TOKENS) * scale))
     return _estimate(text, n)
 
 
