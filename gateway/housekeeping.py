@@ -28,6 +28,7 @@ async def prune_forever(store: Any, retention_days: float, clock: Callable[[], f
     in `cache_dirs` (cached attachments, saved tool output) older than `cache_days` (0 =
     keep), refresh the query planner's statistics and log the process's vital signs. Runs
     until cancelled; a failed pass is logged and retried at the next interval."""
+    first = True
     while True:
         if cache_days > 0:
             try:
@@ -47,7 +48,9 @@ async def prune_forever(store: Any, retention_days: float, clock: Callable[[], f
         except Exception as exc:  # noqa: BLE001 - housekeeping must never stop the gateway
             log.warning("ledger_prune_failed", error=type(exc).__name__)
         # One line an hour: a slow leak shows in the logs long before the OOM killer.
-        pause = resettle_heap()
+        # Not on the pass at start: the heap was just settled (`settle_heap`).
+        pause = None if first else resettle_heap()
+        first = False
         log.info("process_stats", **process_stats(), gc_counts=list(gc.get_count()),
                  gc_frozen=gc.get_freeze_count(),
                  gc_resettle_ms=None if pause is None else round(pause, 1))
