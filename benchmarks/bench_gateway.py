@@ -401,9 +401,8 @@ async def sdk_floor(model_url: str, template: bytes, n: int, concurrency: int, *
                 content=template.replace(TOKEN.encode(), token.encode()),
                 stream_cls=openai.AsyncStream[object],
                 options={"headers": {"Content-Type": "application/json"}})
-            text = []
-            async for chunk in stream:
-                text.append(chunk)
+            async for _ in stream:
+                pass
             if store is not None:
                 await store.append_live(sid, [{"role": "assistant", "content": f"ok {token}"}])
 

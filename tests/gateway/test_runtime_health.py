@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 
 import aiohttp
 
@@ -121,9 +123,6 @@ async def test_a_sigterm_while_an_adapter_is_still_connecting_drains_and_returns
     service manager's stop that lands while a platform is still connecting is a clean drain,
     not the default action (killed on the spot, exit -15), and it does not wait out the
     connect timeout."""
-    import os
-    import signal
-
     fake = FakeAdapter("fake")
     fake.hold_connect()
     runner = GatewayRunner(make_config(model), ensure_profile_dirs(ProfilePaths(tmp_path)),

@@ -7,6 +7,7 @@ import asyncio
 import signal
 import socket
 
+import aiohttp
 import pytest
 from openai import AsyncOpenAI
 
@@ -178,8 +179,6 @@ def test_a_stuck_shutdown_ends_the_process_with_stacks(tmp_path):
 
 
 async def _event_loop_of(gp: GatewayProcess) -> str:
-    import aiohttp
-
     await gp.wait_ready()
     async with aiohttp.ClientSession() as http, http.get(gp.health_url + "/status") as resp:
         body = await resp.json()
