@@ -2,9 +2,9 @@
 
 uvloop (libuv, in C) when it is installed and not switched off: the gateway spends a large
 share of its CPU in the loop itself and in socket I/O (the model's HTTP streams, the
-platforms' connections), and uvloop makes that part about twice as cheap. The standard
-asyncio loop otherwise (Windows, or `HERMES_EVENT_LOOP=asyncio` to rule uvloop out while
-chasing a problem).
+platforms' connections), and uvloop makes that part cheaper (about 9% more events/s in
+bench_gateway). The standard asyncio loop otherwise (Windows, or `HERMES_EVENT_LOOP=asyncio`
+to rule uvloop out while chasing a problem).
 """
 
 from __future__ import annotations

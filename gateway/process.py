@@ -39,10 +39,9 @@ def settle_heap() -> None:
     stalled the loop 20-100 ms, several times a minute under load, and those stalls were the
     p99 of the latency the gateway adds. Cyclic garbage among frozen objects is reclaimed by
     `resettle_heap()` (housekeeping, hourly); what refcounting frees is freed at once."""
-    gc.collect()
-    gc.freeze()
     if _freeze_survivors not in gc.callbacks:
         gc.callbacks.append(_freeze_survivors)
+    gc.collect()  # the callback freezes what survived
 
 
 def _freeze_survivors(phase: str, info: dict[str, int]) -> None:
