@@ -45,6 +45,9 @@ class Rendered:
     formatted: bool = True
 
 
+IN_FLIGHT_WAIT_S = 30.0
+
+
 @dataclass(frozen=True, slots=True)
 class StreamSettings:
     """`enabled=False` (config `gateway.streaming.enabled`) sends the final text only."""
@@ -88,6 +91,7 @@ class StreamConsumer:
         self._interval = settings.edit_interval_s
         self._failures = 0
         self._flusher: asyncio.Task[None] | None = None
+        self._pushing = False  # a preview send/edit is on its way to the platform
         self._wake = asyncio.Event()
         self._finished = False
         self._done: dict[int, list[str]] = {}
@@ -141,8 +145,12 @@ class StreamConsumer:
                 await self._wake.wait()
                 continue
             self._dirty = False
-            await self._push_preview()
-            if not self._can_edit:
+            self._pushing = True
+            try:
+                await self._push_preview()
+            finally:
+                self._pushing = False
+            if not self._can_edit or self._finished:
                 return
             await asyncio.sleep(self._interval)
 
@@ -192,10 +200,16 @@ class StreamConsumer:
         )
 
     async def stop_streaming(self) -> None:
-        """Stop the flusher (idempotent); the preview stays until `finish()`."""
+        """Stop the flusher (idempotent); the preview stays until `finish()`.
+
+        A preview send or edit already on its way is let land first (up to
+        `IN_FLIGHT_WAIT_S`): cut short, the platform may have the message while we never learn
+        its id, and the final would then go out as a second message beside it."""
         self._finished = True
         self._wake.set()
         if self._flusher is not None:
+            if self._pushing:
+                await asyncio.wait((self._flusher,), timeout=IN_FLIGHT_WAIT_S)
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._flusher

@@ -66,6 +66,9 @@ class TimedFakeAdapter(FakeAdapter):
         self.rules: list[Rule] = []
         #: Seconds every formatted (final) send or edit takes, to widen race windows.
         self.slow_final_s = 0.0
+        #: Seconds a preview (unformatted) send takes to answer after the message exists:
+        #: a slow network between the platform's write and its reply.
+        self.slow_preview_ack_s = 0.0
 
     def fail_when(self, kind: ErrorKind | str, **kw: Any) -> Rule:
         rule = Rule(ErrorKind(kind), **kw)
@@ -101,6 +104,8 @@ class TimedFakeAdapter(FakeAdapter):
                 await asyncio.sleep(self.slow_final_s)
             res = await super().send(message)
             self._stamp("send", message.chat_id, res, message.text, message.formatted, started)
+            if not message.formatted and self.slow_preview_ack_s:
+                await asyncio.sleep(self.slow_preview_ack_s)
         return res
 
     async def edit(self, chat_id: str, message_id: str, text: str, *,

@@ -109,3 +109,20 @@ async def test_delivery_typing_refreshed_while_working_and_stopped_at_final(
         assert len(typing) >= 3, "typing should be refreshed during a ~1 s turn"
         assert all(t.at < final.at for t in typing), "typing sent after the final began"
         assert fake.messages("c1") == [reply]
+
+
+async def test_a_final_ready_while_the_first_preview_is_in_flight_edits_that_preview(tmp_path,
+                                                                                     model):
+    """The preview's send has reached the platform but its answer (the message id) is still on
+    the way when the final is ready: the final waits for it and replaces that preview. Cutting
+    the send short left the preview, cursor and all, next to a second message."""
+    reply = _reply(12)
+    model.enqueue(text(reply, chunk_chars=8, delay_s=0.005))
+    fake = TimedFakeAdapter()
+    fake.slow_preview_ack_s = 0.5
+    async with gateway(tmp_path, model, adapter=fake,
+                       gateway__streaming__edit_interval_s=INTERVAL) as (_runner, fake):
+        await fake.inject("quick one", chat_id="c1", user_id="u1")
+        await fake.wait_turns(1, timeout_s=10)
+        assert fake.messages("c1") == [reply]
+        assert len(fake.ops("send", "c1")) == 1
