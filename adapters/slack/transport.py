@@ -3,6 +3,11 @@
 Both feed the same Bolt `AsyncApp`, built with `process_before_response=True`: the listener
 (which awaits the durable `ctx.emit`) finishes before the envelope is acknowledged or the HTTP
 request answered, so an event is never acknowledged before it is recorded.
+
+The Socket Mode client runs every envelope as its own task, so two messages of one chat could
+overtake each other while the first waits on a lookup or a file download. `ChatOrder` chains
+the envelopes of each channel in the order they came off the socket; other channels go on
+concurrently.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
@@ -25,9 +31,62 @@ from adapters.slack.errors import AUTH_ERRORS, api_error_code
 from adapters.slack.settings import SlackSettings
 from gateway.ports import AdapterAuthError, AdapterContext, AdapterError
 
-__all__ = ["give_up_after", "run_http", "run_socket"]
+__all__ = ["ChatOrder", "give_up_after", "run_http", "run_socket"]
 
 _SDK_LOG = logging.getLogger("adapters.slack.sdk")
+
+
+def _channel_of(message: Mapping[str, Any]) -> str | None:
+    payload = message.get("payload")
+    if not isinstance(payload, Mapping):
+        return None
+    event = payload.get("event")
+    channel = event.get("channel") if isinstance(event, Mapping) else payload.get("channel_id")
+    return channel if isinstance(channel, str) and channel else None
+
+
+_Run = Callable[[dict[str, Any], str], Coroutine[Any, Any, None]]
+
+
+class ChatOrder:
+    """Runs a Socket Mode client's envelopes one after another per channel, in arrival order.
+
+    `wrap(run)` returns a drop-in for the client's `run_message_listeners`. The client calls it
+    synchronously, in queue order, when it starts an envelope's task; the envelope's place in
+    its channel's chain is taken right then, before anything is awaited. Envelopes without a
+    channel (hello, disconnect) are not held.
+    """
+
+    def __init__(self) -> None:
+        self._tails: dict[str, asyncio.Future[None]] = {}
+
+    def wrap(self, run: _Run) -> _Run:
+        def ordered(message: dict[str, Any], raw: str) -> Coroutine[Any, Any, None]:
+            channel = _channel_of(message)
+            if channel is None:
+                return run(message, raw)
+            before = self._tails.get(channel)
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._tails[channel] = done
+            return self._after(before, done, channel, run(message, raw))
+
+        return ordered
+
+    async def _after(self, before: asyncio.Future[None] | None, done: asyncio.Future[None],
+                     channel: str, work: Coroutine[Any, Any, None]) -> None:
+        try:
+            if before is not None:
+                await asyncio.shield(before)
+            await work
+        finally:
+            work.close()  # never started (cancelled while waiting): no "never awaited" warning
+            done.set_result(None)
+            if self._tails.get(channel) is done:
+                del self._tails[channel]
+
+    def pending(self) -> int:
+        """Channels with an envelope still running (for tests and status)."""
+        return len(self._tails)
 
 
 def give_up_after(settings: SlackSettings) -> float:
@@ -69,6 +128,8 @@ async def run_socket(
     handler = AsyncSocketModeHandler(app, app_token=settings.app_token, web_client=web_client,
                                      ping_interval=settings.ping_interval_s, logger=_SDK_LOG)
     client = handler.client
+    ordered = ChatOrder().wrap(client.run_message_listeners)
+    client.run_message_listeners = ordered  # type: ignore[method-assign,assignment]
 
     async def on_frame(_message: object) -> None:
         ctx.progress()

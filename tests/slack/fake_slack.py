@@ -84,6 +84,7 @@ class FakeSlack:
         self.connections_opened = 0
         self.sockets: list[web.WebSocketResponse] = []
         self.last_delivered: dict[str, Any] | None = None
+        self.download_delay_s: dict[str, float] = {}  # file id -> seconds before it is served
         self._rate_limits: list[tuple[frozenset[str], float]] = []
         self._errors: dict[str, list[str]] = {}
         self._seq = itertools.count(1)
@@ -355,6 +356,7 @@ class FakeSlack:
         f = self.files.get(fid)
         if f is None:
             return web.Response(status=404, text="not found")
+        await asyncio.sleep(self.download_delay_s.get(fid, 0.0))
         return web.Response(body=f["data"], content_type=f["mimetype"])
 
     def _spawn(self, coro: Any) -> None:

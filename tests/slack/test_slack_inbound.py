@@ -128,6 +128,27 @@ async def test_bang_command_is_read_as_slash_command(running: Running) -> None:
     assert [e.text for e in evs] == ["/new please", "!unknown"]
 
 
+async def test_a_slow_message_is_not_overtaken_by_the_next_one_in_its_chat(
+        running: Running) -> None:
+    f = running.fake.add_file("slow.txt", b"takes a while", "text/plain")
+    running.fake.download_delay_s[f["id"]] = 0.5
+    await running.fake.user_message("first, with a file", files=[f])
+    await running.fake.user_message("second")
+    evs = await running.rec.wait_emitted(2)
+    assert [e.text for e in evs] == ["first, with a file", "second"]
+    assert [a.name for a in evs[0].attachments] == ["slow.txt"]
+
+
+async def test_a_slow_message_does_not_hold_up_other_chats(running: Running) -> None:
+    running.fake.add_channel("D0002", "im")
+    f = running.fake.add_file("slow.txt", b"takes a while", "text/plain")
+    running.fake.download_delay_s[f["id"]] = 0.5
+    await running.fake.user_message("slow one", files=[f])
+    await running.fake.user_message("other chat", channel="D0002")
+    evs = await running.rec.wait_emitted(2)
+    assert [(e.chat_id, e.text) for e in evs] == [("D0002", "other chat"), ("D0001", "slow one")]
+
+
 async def test_failed_emit_leaves_envelope_unacked_for_redelivery(running: Running) -> None:
     rec = running.rec
     original = rec.emit

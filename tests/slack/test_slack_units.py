@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 
 from adapters.slack import SlackAdapter, SlackSettings
 from adapters.slack.normalize import BotIdentity, chat_type_for, clean_text, normalize
+from adapters.slack.transport import ChatOrder
 from gateway.events import ChatType
 
 
@@ -65,3 +69,31 @@ def test_entry_point_builds_the_adapter() -> None:
     assert (caps.dialect, caps.max_length, caps.edit, caps.typing, caps.threads) == (
         "slack_mrkdwn", 3900, True, False, True)
     assert caps.liveness_window_s > 0 and adapter.format_hint
+
+
+def _env(channel: str | None, text: str) -> dict[str, Any]:
+    if channel is None:
+        return {"type": "hello"}
+    return {"type": "events_api", "payload": {"event": {"channel": channel, "text": text}}}
+
+
+async def test_chat_order_keeps_a_cancelled_envelope_from_stalling_its_chat() -> None:
+    seen: list[str] = []
+    gate = asyncio.Event()
+
+    async def run(message: dict[str, Any], _raw: str) -> None:
+        text = message.get("payload", {}).get("event", {}).get("text", "hello")
+        if text == "a1":
+            await gate.wait()
+        seen.append(text)
+
+    order = ChatOrder()
+    ordered = order.wrap(run)
+    tasks = [asyncio.ensure_future(ordered(_env(ch, t), ""))
+             for ch, t in [("A", "a1"), ("A", "a2"), ("A", "a3"), ("B", "b1"), (None, "")]]
+    await asyncio.sleep(0.01)
+    assert seen == ["b1", "hello"] and order.pending() == 1
+    tasks[1].cancel()  # a2 is dropped while it waits: a3 still runs, after a1
+    gate.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert seen == ["b1", "hello", "a1", "a3"] and order.pending() == 0
