@@ -15,7 +15,7 @@ from agent_core.compression import (
     load_engine,
 )
 from agent_core.compression.boundaries import find_tail_cut
-from agent_core.compression.prune import DUPLICATE_MARKER
+from agent_core.compression.prune import DUPLICATE_MARKER, IMAGE_REMOVED
 from agent_core.tokens import TOKEN_CACHE_KEY
 from tests.compression.compression_support import (
     FIXED_NOW,
@@ -91,6 +91,38 @@ def test_compression_prune_old_results_become_informative_one_liners():
     res = engine().prune_tool_results_only(msgs)
     assert res.messages[3]["content"] == "[terminal] ran `npm test` -> exit 0, 47 lines output"
     assert res.messages[-2]["content"] == msgs[-2]["content"]  # protected tail untouched
+
+
+def test_compression_prune_cuts_long_string_leaves_of_old_tool_arguments():
+    body = "b" * 1_000
+    big_args = {"path": "notes.md", "content": body, "meta": {"tags": ["t" * 300, "ok"]}}
+    msgs = [{"role": "system", "content": "s"}]
+    msgs += tool_turn(1, "wrote it")
+    msgs[2]["tool_calls"][0]["function"]["arguments"] = json.dumps(big_args)
+    msgs += tool_turn(2, "wrote it too")
+    msgs[6]["tool_calls"][0]["function"]["arguments"] = "{not json" + "x" * 600
+    msgs += conversation(30, 500, system=False)
+    res = engine().prune_tool_results_only(msgs)
+    cut = json.loads(res.messages[2]["tool_calls"][0]["function"]["arguments"])
+    assert cut["path"] == "notes.md" and cut["meta"]["tags"][1] == "ok"
+    assert cut["content"] == "b" * 200 + "...[truncated]"
+    assert cut["meta"]["tags"][0] == "t" * 200 + "...[truncated]"
+    assert res.messages[6]["tool_calls"][0]["function"]["arguments"].startswith("{not json")
+    assert res.truncated_arguments == 1
+    assert json.loads(msgs[2]["tool_calls"][0]["function"]["arguments"]) == big_args  # untouched
+
+
+def test_compression_prune_replaces_old_screenshots_with_a_note():
+    shot = [{"type": "text", "text": "page loaded"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 5_000}}]
+    msgs = [{"role": "system", "content": "s"}]
+    msgs += tool_turn(1, "")
+    msgs[3]["content"] = shot
+    msgs += conversation(30, 500, system=False)
+    res = engine().prune_tool_results_only(msgs)
+    assert res.messages[3]["content"] == [{"type": "text", "text": "page loaded"},
+                                          {"type": "text", "text": IMAGE_REMOVED}]
+    assert res.pruned >= 1 and msgs[3]["content"] is shot and len(shot) == 2
 
 
 async def test_compression_head_decays_after_first_compression():

@@ -85,6 +85,8 @@ class FakeSlack:
         self.sockets: list[web.WebSocketResponse] = []
         self.last_delivered: dict[str, Any] | None = None
         self.download_delay_s: dict[str, float] = {}  # file id -> seconds before it is served
+        self.outages: list[tuple[int, str]] = []  # (status, plain-text body) for the next calls
+        self.stall_next_s = 0.0  # the next API call hangs this long before it is answered
         self._rate_limits: list[tuple[frozenset[str], float]] = []
         self._errors: dict[str, list[str]] = {}
         self._seq = itertools.count(1)
@@ -209,6 +211,12 @@ class FakeSlack:
             return _ok_false("not_authed")
         if token != expected:
             return _ok_false("invalid_auth")
+        if self.outages:
+            status, text = self.outages.pop(0)
+            return web.Response(status=status, text=text, content_type="text/plain")
+        if self.stall_next_s:
+            stall, self.stall_next_s = self.stall_next_s, 0.0
+            await asyncio.sleep(stall)
         for i, (methods, retry_after) in enumerate(self._rate_limits):
             if method in methods:
                 del self._rate_limits[i]

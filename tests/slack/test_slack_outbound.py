@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapters.slack import SlackAdapter
 from gateway.events import ErrorKind, OutboundAttachment, OutboundMessage
-from tests.slack.conftest import Running
+from tests.slack.conftest import Recorder, Running, adapter_settings
+from tests.slack.fake_slack import FakeSlack
 
 
 async def test_send_into_thread_and_top_level_mention_starts_a_thread(running: Running) -> None:
@@ -93,14 +95,35 @@ async def test_platform_errors_map_to_kinds(running: Running) -> None:
         ErrorKind.TRANSIENT)
 
 
+async def test_a_slack_outage_is_transient_and_the_next_send_goes_through(
+        running: Running) -> None:
+    running.fake.outages.append((503, "upstream connect error or disconnect/reset"))
+    res = await running.adapter.send(OutboundMessage(chat_id="D0001", text="first try"))
+    assert not res.ok and res.error_kind is ErrorKind.TRANSIENT
+    assert (await running.adapter.send(OutboundMessage(chat_id="D0001", text="again"))).ok
+    assert [m.text for m in running.fake.bot_messages("D0001")] == ["again"]
+
+
+async def test_a_hung_call_times_out_and_the_adapter_keeps_working(
+        fake: FakeSlack, tmp_path: Path) -> None:
+    run = Running(fake, SlackAdapter("slack", adapter_settings(fake, timeout_s=1)),
+                  Recorder(tmp_path))
+    await run.start()
+    try:
+        fake.stall_next_s = 3.0
+        res = await run.adapter.send(OutboundMessage(chat_id="D0001", text="slow"))
+        assert not res.ok and res.error_kind is ErrorKind.TIMEOUT
+        assert (await run.adapter.send(OutboundMessage(chat_id="D0001", text="fast"))).ok
+    finally:
+        await run.close()
+
+
 async def test_typing_is_declared_unsupported(running: Running) -> None:
     assert running.adapter.capabilities.typing is False
     assert not (await running.adapter.typing("D0001")).ok
 
 
 async def test_sending_before_start_fails_cleanly() -> None:
-    from adapters.slack import SlackAdapter
-
     res = await SlackAdapter("slack", {"bot_token": "x", "app_token": "y"}).send(
         OutboundMessage(chat_id="D1", text="x"))
     assert not res.ok and res.error_kind is ErrorKind.TRANSIENT
