@@ -16,6 +16,7 @@ import structlog
 
 __all__ = [
     "EXIT_FORCED",
+    "EXIT_STORAGE",
     "SHUTDOWN_GRACE_S",
     "hard_exit",
     "process_stats",
@@ -70,6 +71,7 @@ def unsettle_heap() -> None:
 
 SHUTDOWN_GRACE_S = 60.0
 EXIT_FORCED = 1
+EXIT_STORAGE = 74  # EX_IOERR: state.db's writer stopped; a restart reopens it
 
 
 def hard_exit(code: int) -> None:

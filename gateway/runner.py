@@ -36,6 +36,7 @@ from gateway.pipeline.authz import AccessPolicy
 from gateway.ports import BasePlatformAdapter, CursorStore
 from gateway.process import (
     EXIT_FORCED,
+    EXIT_STORAGE,
     SHUTDOWN_GRACE_S,
     hard_exit,
     settle_heap,
@@ -243,6 +244,13 @@ class GatewayRunner:
 
         self.store = await StateStore.open(self.paths.state_db)
         self._cleanup.append(("storage", self.store.close))
+        self.store.on_writer_failure(self._storage_failed)
+
+    def _storage_failed(self, exc: BaseException) -> None:
+        """Nothing can be recorded any more: drain and exit so the service manager restarts
+        the gateway with a fresh connection (never a zombie that accepts and loses events)."""
+        log.error("storage_writer_stopped", error=type(exc).__name__, exit_code=EXIT_STORAGE)
+        self.request_stop(EXIT_STORAGE)
 
     def _build_agents(self) -> None:
         try:

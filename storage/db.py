@@ -171,6 +171,7 @@ class Writer:
         self._queue: asyncio.Queue[_Item | None] = asyncio.Queue()
         self._mergers: dict[str, MergedOp] = {}
         self._closed = False
+        self._shut = False
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
         self.ops = 0
@@ -180,6 +181,17 @@ class Writer:
         writer = cls(await connect(path))
         writer._task = asyncio.create_task(writer._run(), name="storage-writer")
         return writer
+
+    def on_failure(self, callback: Callable[[BaseException], None]) -> None:
+        """Call `callback(error)` if the writer stops on an error (its connection broke).
+        Not called after `close()` or when the writer is cancelled."""
+
+        def done(task: asyncio.Task[None]) -> None:
+            if not task.cancelled() and task.exception() is not None and not self._shut:
+                callback(task.exception())  # type: ignore[arg-type]
+
+        if self._task is not None:
+            self._task.add_done_callback(done)
 
     def register_merger(self, key: str, merged: MergedOp) -> None:
         """`merged(conn, payloads)` runs several queued payloads at once, returning one
@@ -202,16 +214,20 @@ class Writer:
         return await asyncio.shield(item.future)
 
     async def close(self) -> None:
-        """Finish every queued operation, then close the connection. Idempotent."""
-        if self._closed:
+        """Finish every queued operation, then close the connection. Idempotent; also closes
+        the connection of a writer that already stopped on an error (its callers got it)."""
+        if self._shut:
             return
+        self._shut = True
         self._closed = True
         self._queue.put_nowait(None)
         if self._task is not None:
-            await self._task
-        with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(Exception):
+                await self._task
+        with contextlib.suppress(sqlite3.Error, ValueError):
             await self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        await self._conn.close()
+        with contextlib.suppress(sqlite3.Error, ValueError):
+            await self._conn.close()
 
     async def _run(self) -> None:
         stop = False
@@ -227,7 +243,12 @@ class Writer:
                         stop = True
                         break
                     batch.append(nxt)
-                await self._run_batch(batch)
+                try:
+                    await self._run_batch(batch)
+                except BaseException:
+                    # The writer cannot go on (its connection broke); no caller may wait forever.
+                    self._fail(batch, StoreClosedError("state store writer stopped"))
+                    raise
         finally:
             self._closed = True
             while not self._queue.empty():

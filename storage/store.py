@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -90,6 +91,11 @@ class StateStore(
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    def on_writer_failure(self, callback: Callable[[BaseException], None]) -> None:
+        """`callback(error)` runs if the single writer stops on an error: every later write
+        raises `StoreClosedError`, so the owner should restart (reopen) the store."""
+        self._writer.on_failure(callback)
 
     @property
     def write_stats(self) -> tuple[int, int]:

@@ -138,3 +138,19 @@ async def test_a_sigterm_while_an_adapter_is_still_connecting_drains_and_returns
     # Not held up by the adapter's connect timeout (30 s) either: the stop ends the wait.
     assert await asyncio.wait_for(run, 10) == 0
     assert not fake.connected
+
+
+async def test_a_storage_writer_that_breaks_stops_the_gateway_with_74(tmp_path, model):
+    """When state.db's writer can no longer write (its connection went away), the gateway
+    must not stay up accepting events it cannot record: `run()` drains and returns 74, so the
+    service manager restarts it with a fresh connection."""
+    fake = FakeAdapter("fake")
+    runner = GatewayRunner(make_config(model), ensure_profile_dirs(ProfilePaths(tmp_path)),
+                           adapters={"fake": fake}, health_port=0, take_locks=False)
+    run = asyncio.create_task(runner.run())
+    async with asyncio.timeout(10):
+        while runner.health is None or (await _get(runner.health.url + "/readyz"))[0] != 200:
+            await asyncio.sleep(0.02)
+    await runner.store._writer._conn.close()  # the connection dies under the writer
+    await fake.inject("anyone there?", chat_id="c1", user_id="u1")  # its dedup write fails
+    assert await asyncio.wait_for(run, 15) == 74
