@@ -160,6 +160,10 @@ class FakeBotApi:
         """The next call of one of `methods` answers this error."""
         self._failures.append((frozenset(methods), ApiError(status, description, **parameters)))
 
+    def failures_left(self, method: str) -> int:
+        """Scripted errors for `method` not answered yet."""
+        return sum(1 for methods, _ in self._failures if method in methods)
+
     def rate_limit_next(self, retry_after: int, methods: frozenset[str] = SEND_METHODS) -> None:
         self.fail_next(methods, 429, f"Too Many Requests: retry after {retry_after}",
                        retry_after=retry_after)

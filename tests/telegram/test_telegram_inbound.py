@@ -279,3 +279,46 @@ async def test_hidden_links_and_code_reach_the_agent_as_markdown(api: FakeBotApi
     assert plain.text == ("see the [docs](https://ex.org/docs) 👍 then run `make test`:\n"
                           "```bash\npytest -q\n```\nthanks")
     assert captioned.text.startswith("caption with a [link](https://ex.org/a)")
+
+
+async def test_polling_waits_out_a_429_and_bad_gateways_and_loses_nothing(
+    api: FakeBotApi, rec: Recorder
+) -> None:
+    dm = api.private_chat()
+    api.send_user(dm, "queued while Telegram struggled")
+    async with running(make(api, network_retries=5, network_backoff_s=0.05), rec):
+        api.fail_next({"getUpdates"}, 429, "Too Many Requests: retry after 1", retry_after=1)
+        api.fail_next({"getUpdates"}, 502, "Bad Gateway")
+        api.fail_next({"getUpdates"}, 502, "Bad Gateway")
+        await api.drop_connections()  # the poll in flight ends; the next ones hit the errors
+        api.send_user(dm, "and after it")
+        evs = await rec.wait_for(2)
+    assert [e.text for e in evs] == ["queued while Telegram struggled", "and after it"]
+    assert api.failures_left("getUpdates") == 0  # every scripted error was answered
+
+
+async def test_polling_that_keeps_failing_escalates_to_an_adapter_error(
+    api: FakeBotApi, rec: Recorder
+) -> None:
+    adapter = make(api, network_retries=3, network_backoff_s=0.05)
+    for _ in range(3):
+        api.fail_next({"getUpdates"}, 502, "Bad Gateway")
+    err: BaseException | None = None
+    try:
+        await asyncio.wait_for(adapter.start(rec.context()), 10)
+    except Exception as exc:  # noqa: BLE001
+        err = exc
+    assert type(err).__name__ == "AdapterError"
+    assert "failed 3 times in a row" in str(err) and api.token not in str(err)
+
+
+async def test_a_token_revoked_while_polling_is_an_auth_error(
+    api: FakeBotApi, rec: Recorder
+) -> None:
+    async with running(make(api), rec) as (_, task):
+        api.fail_next({"getUpdates"}, 401, "Unauthorized")
+        await api.drop_connections()
+        done, _ = await asyncio.wait({task}, timeout=10)
+        assert done, "the adapter kept polling with a revoked token"
+        err = task.exception()
+    assert type(err).__name__ == "AdapterAuthError" and api.token not in str(err)
