@@ -65,6 +65,76 @@ def test_classify(exc, reason, flags):
             err.should_fallback) == flags
 
 
+def stream_error(message: str, code: str | None = None) -> openai.APIError:
+    """An error event inside a stream: no HTTP status, only a body."""
+    return openai.APIError(message, REQ, body={"message": message, "code": code})
+
+
+R_ = FailoverReason
+
+
+@pytest.mark.parametrize(("exc", "kw", "reason", "flags"), [
+    (status_error(400, "stream is not supported for this model"), {}, R_.STREAM_UNSUPPORTED,
+     (True, False, False, False)),
+    (status_error(403, "You have reached your spending limit"), {}, R_.BILLING,
+     (False, False, True, True)),
+    (status_error(403, "Forbidden: project has no access"), {}, R_.AUTH,
+     (False, False, False, True)),
+    (status_error(402, "Weekly usage limit reached, resets Monday; try again later"), {},
+     R_.RATE_LIMIT, (True, False, True, True)),
+    (status_error(404, "Insufficient balance on this account"), {}, R_.BILLING,
+     (False, False, True, True)),
+    (status_error(429, "Overloaded"), {}, R_.OVERLOADED, (True, False, False, True)),
+    (status_error(429, "Provider returned error"), {"provider": "openrouter"},
+     R_.UPSTREAM_RATE_LIMIT, (True, False, False, True)),
+    (status_error(408, "Request Timeout"), {}, R_.TIMEOUT, (True, False, False, True)),
+    (status_error(529, "Overloaded"), {}, R_.OVERLOADED, (True, False, False, True)),
+    (status_error(500, "input is too long for the model's context window"), {},
+     R_.CONTEXT_OVERFLOW, (True, True, False, False)),
+    (status_error(422, "Unknown model: llama-9"), {}, R_.MODEL_NOT_FOUND,
+     (False, False, False, True)),
+    (status_error(400, "Bad request"), {"approx_tokens": 90_000, "context_length": 100_000},
+     R_.CONTEXT_OVERFLOW, (True, True, False, False)),
+    (status_error(400, "Bad request"), {"approx_tokens": 1_000, "context_length": 100_000},
+     R_.FORMAT_ERROR, (False, False, False, True)),
+    (status_error(418, "I'm a teapot"), {}, R_.FORMAT_ERROR, (False, False, False, True)),
+    (stream_error("credits exhausted", "no_usable_credits"), {}, R_.BILLING,
+     (False, False, True, True)),
+    (stream_error("上下文长度超过限制"), {}, R_.CONTEXT_OVERFLOW, (True, True, False, False)),
+    (stream_error("Rate limit exceeded: tokens per min"), {}, R_.RATE_LIMIT,
+     (True, False, True, True)),
+    (stream_error("invalid api key", "invalid_api_key"), {}, R_.AUTH,
+     (False, False, True, True)),
+    (stream_error("server is busy, please retry"), {}, R_.OVERLOADED,
+     (True, False, False, True)),
+    (openai.APIConnectionError(request=REQ), {"approx_tokens": 90_000, "context_length": 100_000},
+     R_.CONTEXT_OVERFLOW, (True, True, False, False)),
+])
+def test_classify_more_provider_shapes(exc, kw, reason, flags):
+    err = classify(exc, **kw)
+    assert err.reason is reason
+    assert (err.retryable, err.should_compress, err.should_rotate_credential,
+            err.should_fallback) == flags
+
+
+@pytest.mark.parametrize(("exc", "expected"), [
+    (status_error(429, "slow down", None, {"retry-after": "12"}), 12.0),
+    (status_error(429, "Rate limit reached. Please try again in 250ms."), 0.25),
+    (status_error(429, "Rate limit reached, retry after 3 seconds"), 3.0),
+    (status_error(429, "slow down", None, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}), 0.0),
+])
+def test_retry_after_from_headers_and_message_text(exc, expected):
+    assert classify(exc).retry_after == pytest.approx(expected)
+
+
+def test_a_code_nested_in_a_json_message_is_found():
+    inner = '{"error": {"code": "context_length_exceeded", "message": "too big"}}'
+    body = {"message": inner}  # a proxy wrapping the upstream error as text
+    resp = httpx2.Response(400, request=REQ, json={"error": body})
+    err = classify(openai.BadRequestError("Error code: 400", response=resp, body=body))
+    assert err.code == "context_length_exceeded" and err.reason is R_.CONTEXT_OVERFLOW
+
+
 def test_retry_after_header_and_secret_redaction():
     exc = status_error(429, "Rate limit for key sk-live-abcdefghijkl reached", None,
                        {"retry-after-ms": "1500"})
