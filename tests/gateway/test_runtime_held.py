@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+import time
 
+from gateway.paths import ProfilePaths
 from gateway.recovery import HELD_LOST_NOTICE, HELD_NOTICE
 from tests.fakes.openai_server import hang, text
 from tests.gateway.runtime_harness import KEY, Clock, runner_for
@@ -153,3 +156,23 @@ async def test_text_with_broken_unicode_is_held_too(tmp_path, model):
         ((key, back, _at),) = await runner.inbox.held()
         assert key == KEY and back.text.startswith("half ") and back.text.endswith(" a pair")
         assert "\ud800" not in back.text
+
+
+async def test_a_held_event_that_no_longer_parses_is_let_go_and_the_rest_recovered(
+        tmp_path, model):
+    """A payload written by another version (or damaged) must not block recovery of the others
+    or come back on every start."""
+    await _queue_behind_a_hanging_turn(tmp_path, model)
+    db = sqlite3.connect(ProfilePaths(tmp_path).state_db)
+    with db:
+        db.execute("INSERT INTO inbound_events (platform, event_id, recorded_at, session_key,"
+                   " held, held_seq) VALUES ('fake', 'broken-1', ?, ?, '{\"not\": \"an event\"}',"
+                   " -1)", (time.time(), KEY))
+    db.close()
+    async with runner_for(tmp_path, model, **QUEUE) as (runner, fake):
+        await fake.wait_for(lambda: _asked(model, "second") == 1, 10)
+        await _until_nothing_held(runner)
+    with sqlite3.connect(ProfilePaths(tmp_path).state_db) as db:
+        broken = db.execute("SELECT held FROM inbound_events WHERE event_id = 'broken-1'"
+                            ).fetchone()
+    assert broken == (None,)  # released, the dedup record itself stays
