@@ -185,17 +185,36 @@ def test_budget_consume_and_refund_rule():
 
 
 _roles = st.sampled_from(["user", "assistant", "tool", "system"])
-_msg = st.builds(
-    lambda role, content, ids, ref: (
-        {"role": role, "content": content,
-         **({"tool_calls": [{"id": i, "type": "function",
-                             "function": {"name": "t", "arguments": "{}"}} for i in ids]}
-            if role == "assistant" and ids else {}),
-         **({"tool_call_id": ref} if role == "tool" else {}),
-         "_meta": 1}
+# Text as it arrives from platforms and tools: lone surrogates included.
+_plain = st.text(max_size=5)
+_text = st.one_of(_plain, st.builds(lambda a, lone, b: a + lone + b, _plain,
+                                    st.characters(categories=("Cs",)), _plain))
+_part = st.one_of(
+    _text,
+    st.fixed_dictionaries({"type": st.just("text"), "text": _text},
+                          optional={"_cache": st.integers()}),
+    st.fixed_dictionaries({"type": st.just("image_url"),
+                           "image_url": st.just({"url": "data:image/png;base64,AAAA"})}),
+)
+_content = st.one_of(_text, st.none(), st.lists(_part, max_size=3), st.integers())
+_call = st.one_of(
+    st.builds(lambda i, args: {"id": i, "type": "function",
+                               "function": {"name": "t", "arguments": args}},
+              st.sampled_from(["a", "b", "c"]),
+              st.one_of(st.just("{}"), st.just({"path": "x"}), _text)),
+    st.sampled_from([{"id": "", "function": {"name": "t"}}, {"function": {}}, "not a call"]),
+)
+_msg = st.one_of(
+    st.builds(
+        lambda role, content, calls, ref: (
+            {"role": role, "content": content,
+             **({"tool_calls": calls} if role == "assistant" and calls else {}),
+             **({"tool_call_id": ref} if role == "tool" else {}),
+             "_meta": 1}
+        ),
+        _roles, _content, st.lists(_call, max_size=3), st.sampled_from(["a", "b", "c", "zz"]),
     ),
-    _roles, st.text(max_size=5), st.lists(st.sampled_from(["a", "b", "c"]), max_size=3),
-    st.sampled_from(["a", "b", "c", "zz"]),
+    st.sampled_from([None, "text", {"role": "developer", "content": "x"}, {"content": "x"}]),
 )
 
 
