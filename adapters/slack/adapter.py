@@ -116,7 +116,9 @@ class SlackAdapter(BasePlatformAdapter):
             raise AdapterAuthError("platforms.slack.signing_secret is required in http mode")
         stop = asyncio.Event()
         self._stop, self._ctx = stop, ctx
-        web = AsyncWebClient(token=s.bot_token, base_url=s.api_base_url, timeout=s.timeout_s)
+        # The SDK types `timeout` as int but hands it to aiohttp.ClientTimeout(total=...).
+        web = AsyncWebClient(token=s.bot_token, base_url=s.api_base_url,
+                             timeout=s.timeout_s)  # type: ignore[arg-type]
         self._identity = await self._auth_test(web)
         self._web = web
         self._fetcher = FileFetcher(s.bot_token, s.api_base_url)

@@ -52,7 +52,7 @@ class SlackSettings:
     http_port: int = 3000
     http_path: str = "/slack/events"
     ping_interval_s: float = 10.0
-    timeout_s: int = 30
+    timeout_s: float = 30.0
     connect_timeout_s: float = 30.0
     #: Seconds Socket Mode may stay disconnected before the adapter fails (0 = derived from
     #: the ping interval: max(20, 6 × ping_interval_s)).
@@ -92,7 +92,7 @@ class SlackSettings:
             http_port=int(http.get("port", data.get("http_port", d.http_port))),
             http_path=str(http.get("path") or data.get("http_path") or d.http_path),
             ping_interval_s=float(data.get("ping_interval_s") or d.ping_interval_s),
-            timeout_s=int(data.get("timeout_s") or d.timeout_s),
+            timeout_s=float(data.get("timeout_s") or d.timeout_s),
             connect_timeout_s=float(data.get("connect_timeout_s") or d.connect_timeout_s),
             give_up_s=float(data.get("give_up_s") or 0.0),
         )

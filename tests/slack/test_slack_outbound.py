@@ -106,7 +106,7 @@ async def test_a_slack_outage_is_transient_and_the_next_send_goes_through(
 
 async def test_a_hung_call_times_out_and_the_adapter_keeps_working(
         fake: FakeSlack, tmp_path: Path) -> None:
-    run = Running(fake, SlackAdapter("slack", adapter_settings(fake, timeout_s=1)),
+    run = Running(fake, SlackAdapter("slack", adapter_settings(fake, timeout_s=0.5)),
                   Recorder(tmp_path))
     await run.start()
     try:

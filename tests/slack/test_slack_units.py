@@ -58,6 +58,7 @@ def test_settings_from_the_config_model_keep_secrets_and_trailing_slash() -> Non
     assert "xoxb-1" not in repr(s) and "xapp-1" not in str(s)
     with pytest.raises(ValueError):
         SlackSettings.from_any({"mode": "carrier-pigeon"})
+    assert SlackSettings.from_any({"timeout_s": 2.5}).timeout_s == 2.5  # not cut to 2 (or 0)
 
 
 def test_entry_point_builds_the_adapter() -> None:
