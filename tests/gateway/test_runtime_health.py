@@ -149,7 +149,8 @@ async def test_a_storage_writer_that_breaks_stops_the_gateway_with_74(tmp_path, 
                            adapters={"fake": fake}, health_port=0, take_locks=False)
     run = asyncio.create_task(runner.run())
     async with asyncio.timeout(10):
-        while runner.health is None or (await _get(runner.health.url + "/readyz"))[0] != 200:
+        while (runner.health is None or runner.health.url is None
+               or (await _get(runner.health.url + "/readyz"))[0] != 200):
             await asyncio.sleep(0.02)
     await runner.store._writer._conn.close()  # the connection dies under the writer
     await fake.inject("anyone there?", chat_id="c1", user_id="u1")  # its dedup write fails

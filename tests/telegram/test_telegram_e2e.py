@@ -109,7 +109,9 @@ async def test_streamed_reply_in_topic_then_kill9_loses_and_duplicates_nothing(
         forum, dm = api.forum_chat(), api.private_chat()
         gw = Gateway(tmp_path)
         try:
-            model.enqueue(text(answer, chunk_chars=6, delay_s=0.08))
+            # 11 chunks over ~2.2 s: the typing action takes the topic's 1-per-second slot, so
+            # the first preview can only go out a second in; the stream must outlast that.
+            model.enqueue(text(answer, chunk_chars=6, delay_s=0.2))
             gw.start()
             await until(lambda: bool(api.calls_of("getUpdates")), gw, "the first poll")
             api.send_user(forum, "@hermes_test_bot hello in the topic", thread_id=77)
