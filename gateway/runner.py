@@ -190,9 +190,10 @@ class GatewayRunner:
             return
         await self._recover()
         self.notifier.ready(f"{len(self.adapters)} adapter(s) connected")
+        caches = (self.paths.cache,) + ((self.agents.tool_output_dir,) if self.agents else ())
         pruner = asyncio.create_task(
             prune_forever(self.store, self.config.gateway.ledger_retention_days, self._clock,
-                          cache_dirs=(self.paths.cache, self.agents.tool_output_dir),
+                          cache_dirs=caches,
                           cache_days=self.config.gateway.media.cache_retention_days),
             name="housekeeping")
         self._cleanup.append(("housekeeping", pruner.cancel))

@@ -23,7 +23,9 @@ BUSY_ACK_COOLDOWN_S = 30.0
 class TurnHandler(Protocol):
     """What the manager needs from the turn layer."""
 
-    run_turn: TurnRunner
+    @property
+    def run_turn(self) -> TurnRunner:
+        """Runs one turn: `run_turn(key, events, interrupt)`."""
 
     async def notify(self, event: MessageEvent, text: str) -> None:
         """Send a short notice to the chat `event` came from. Must not raise."""

@@ -170,7 +170,12 @@ class SessionWorker:
             self._guarded(batch, signal), name=f"turn:{self.key}"
         )
         stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        unwatch = signal.on_set(lambda: stop.done() or stop.set_result(None))
+
+        def wake() -> None:
+            if not stop.done():
+                stop.set_result(None)
+
+        unwatch = signal.on_set(wake)
         try:
             done, _ = await asyncio.wait({turn, stop}, return_when=asyncio.FIRST_COMPLETED)
             if turn not in done:
