@@ -98,6 +98,7 @@ def shutdown_deadline(seconds: float) -> threading.Timer:
     timer.start()
     return timer
 
+
 def process_stats() -> dict[str, Any]:
     """Resident memory (None where /proc is missing, e.g. macOS), threads and open tasks."""
     rss = None

@@ -171,7 +171,7 @@ class Writer:
         self._queue: asyncio.Queue[_Item | None] = asyncio.Queue()
         self._mergers: dict[str, MergedOp] = {}
         self._closed = False
-        self._shut = False
+        self._closing = False
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
         self.ops = 0
@@ -187,8 +187,9 @@ class Writer:
         Not called after `close()` or when the writer is cancelled."""
 
         def done(task: asyncio.Task[None]) -> None:
-            if not task.cancelled() and task.exception() is not None and not self._shut:
-                callback(task.exception())  # type: ignore[arg-type]
+            exc = None if task.cancelled() else task.exception()
+            if exc is not None and not self._closing:
+                callback(exc)
 
         if self._task is not None:
             self._task.add_done_callback(done)
@@ -216,9 +217,9 @@ class Writer:
     async def close(self) -> None:
         """Finish every queued operation, then close the connection. Idempotent; also closes
         the connection of a writer that already stopped on an error (its callers got it)."""
-        if self._shut:
+        if self._closing:
             return
-        self._shut = True
+        self._closing = True
         self._closed = True
         self._queue.put_nowait(None)
         if self._task is not None:

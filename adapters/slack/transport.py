@@ -85,7 +85,7 @@ class ChatOrder:
                 del self._tails[channel]
 
     def pending(self) -> int:
-        """Channels with an envelope still running (for tests and status)."""
+        """Channels with an envelope still running or waiting."""
         return len(self._tails)
 
 

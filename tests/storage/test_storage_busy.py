@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import aiosqlite
@@ -29,7 +30,7 @@ def _hold_write_lock(db: Path, seconds: float, taken: threading.Event) -> thread
             conn.execute("INSERT INTO inbound_events (platform, event_id, recorded_at)"
                          " VALUES ('other', 'x', 0)")
             taken.set()
-            threading.Event().wait(seconds)
+            time.sleep(seconds)
             conn.execute("COMMIT")
         finally:
             conn.close()
