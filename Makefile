@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(BIN)/hermes demo
 
 test: $(STAMP)
-	$(BIN)/ruff check gateway adapters agent_core storage tests benchmarks
+	$(BIN)/ruff check gateway adapters agent_core storage hermes_common tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/pytest -q -n 2 --dist loadfile
 

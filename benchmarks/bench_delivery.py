@@ -29,11 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from markdown_it import MarkdownIt  # noqa: E402
 
-from adapters._text import markdown, render_parts, split_message  # noqa: E402
 from adapters.fake import FakeAdapter  # noqa: E402
 from gateway.delivery.render import preview_text  # noqa: E402
 from gateway.delivery.stream import StreamConsumer, StreamSettings  # noqa: E402
 from gateway.ratelimit import BudgetSpec, ChatRateBudget  # noqa: E402
+from hermes_common.text import markdown, render_parts, split_message  # noqa: E402
 
 DIALECTS = [
     ("telegram_html", "utf16", 4_096),

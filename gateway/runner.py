@@ -20,7 +20,6 @@ from typing import Any
 
 import structlog
 
-from adapters._text import MediaPolicy
 from gateway.agents import AgentFactory
 from gateway.commands.builtin import CommandServices, builtin_registry
 from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
@@ -51,6 +50,7 @@ from gateway.sessions.inbox import DurableInbox
 from gateway.supervisor import AdapterSupervisor, SupervisorSettings
 from gateway.turns import TurnService, TurnSettings
 from gateway.watchdog import LoopWatchdog
+from hermes_common.text import MediaPolicy
 
 __all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle"]
 

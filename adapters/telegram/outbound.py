@@ -16,10 +16,10 @@ from telegram import Bot, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.request import HTTPXRequest
 
-from adapters._text import utf16_length
 from adapters.telegram.errors import classify
 from adapters.telegram.settings import TelegramSettings
 from gateway.events import ErrorKind, OutboundAttachment, OutboundMessage, SendResult
+from hermes_common.text import utf16_length
 
 __all__ = ["GENERAL_TOPIC_ID", "Outbound", "build_bot", "thread_param"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import functools
 
-from adapters._text import Measure, render_parts, split_message, truncate_preview
 from gateway.delivery.stream import Rendered
 from gateway.ports import Capabilities
+from hermes_common.text import Measure, render_parts, split_message, truncate_preview
 
 __all__ = ["preview_text", "render_final", "render_plain"]
 

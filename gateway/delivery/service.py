@@ -11,12 +11,12 @@ from typing import Any, Protocol
 
 import structlog
 
-from adapters._text import MediaPolicy, extract_media
 from gateway.delivery.render import preview_text, render_final, render_plain
 from gateway.delivery.stream import DeliveryFailed, StreamConsumer, StreamSettings
 from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage, SendResult
 from gateway.ports import BasePlatformAdapter
 from gateway.ratelimit import Deferred, RateBudgets
+from hermes_common.text import MediaPolicy, extract_media
 
 __all__ = ["DeliveryService", "OutboxLedger", "PreparedFinal", "ReplyTarget", "RECOVERED_MARKER"]
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from adapters._text import split_message, text_length
 from gateway.events import ChatType, ErrorKind, OutboundAttachment, OutboundMessage
+from hermes_common.text import split_message, text_length
 
 HARNESSES = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
                    if m.name.startswith("harness_"))

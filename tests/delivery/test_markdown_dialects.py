@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from adapters._text import (
+from hermes_common.text import (
     render_parts,
     render_preview,
     text_length,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters._text import MediaPolicy, MediaRef, extract_media
+from hermes_common.text import MediaPolicy, MediaRef, extract_media
 
 
 @pytest.fixture

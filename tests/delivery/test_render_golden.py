@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from adapters._text import markdown, render_parts, render_preview
+from hermes_common.text import markdown, render_parts, render_preview
 
 GOLDEN = Path(__file__).with_name("render_golden.json")
 DIALECTS = ["telegram_html", "telegram_markdown_v2", "slack_mrkdwn", "discord", "plain"]

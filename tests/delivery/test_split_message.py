@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from adapters._text import split_message, truncate_preview, utf16_length
-from adapters._text.measure import text_length
-from adapters._text.split import MIN_LIMIT, split_chunks
+from hermes_common.text import split_message, truncate_preview, utf16_length
+from hermes_common.text.measure import text_length
+from hermes_common.text.split import MIN_LIMIT, split_chunks
 
 MARKER = re.compile(r"\n\((\d+)/(\d+)\)$")
 MD = MarkdownIt("commonmark")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters._text import (
+from hermes_common.text import (
     escape_markdown_v2,
     render_parts,
     sanitize,
@@ -15,8 +15,8 @@ from adapters._text import (
     to_telegram_markdown_v2,
     utf16_length,
 )
-from adapters._text.dialects import fence_lang
-from adapters._text.markdown import render_markdown
+from hermes_common.text.dialects import fence_lang
+from hermes_common.text.markdown import render_markdown
 
 MDV2_SPECIAL = "\\_*[]()~`>#+-=|{}.!"
 ANY_TEXT = st.text(st.characters(exclude_categories=()))  # lone surrogates included

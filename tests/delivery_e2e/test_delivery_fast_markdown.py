@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters._text import render_parts, text_length
-from adapters._text.markdown import BACKEND, render_markdown
+from hermes_common.text import render_parts, text_length
+from hermes_common.text.markdown import BACKEND, render_markdown
 
 pytest.importorskip("pyromark")
 

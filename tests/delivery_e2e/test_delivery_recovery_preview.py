@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters._text import MediaPolicy
 from adapters.fake import FakeAdapter
 from gateway.delivery.service import RECOVERED_MARKER, DeliveryService
 from gateway.events import OutboundMessage
+from hermes_common.text import MediaPolicy
 from storage import StateStore
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters._text.split import code_fence_ranges
+from hermes_common.text.split import code_fence_ranges
 
 __all__ = [
     "MediaRef",

@@ -13,7 +13,7 @@ import re
 from bisect import bisect_right
 from typing import NamedTuple
 
-from adapters._text.measure import Measure, fit_prefix, safe_cut, sanitize, text_length
+from hermes_common.text.measure import Measure, fit_prefix, safe_cut, sanitize, text_length
 
 __all__ = ["split_message", "split_chunks", "code_fence_ranges", "truncate_preview", "part_marker", "MIN_LIMIT"]
 

@@ -11,7 +11,7 @@ event loop):
 - attachments: `extract_media`, `MediaRef`, `MediaPolicy`, `MediaDecision`
 """
 
-from adapters._text.markdown import (
+from hermes_common.text.markdown import (
     escape_markdown_v2,
     to_discord,
     to_plain,
@@ -19,10 +19,10 @@ from adapters._text.markdown import (
     to_telegram_html,
     to_telegram_markdown_v2,
 )
-from adapters._text.measure import Measure, sanitize, text_length, utf16_length
-from adapters._text.media import MediaDecision, MediaPolicy, MediaRef, extract_media
-from adapters._text.render import FORMATTERS, MIN_RENDER_LIMIT, render_parts, render_preview
-from adapters._text.split import (
+from hermes_common.text.measure import Measure, sanitize, text_length, utf16_length
+from hermes_common.text.media import MediaDecision, MediaPolicy, MediaRef, extract_media
+from hermes_common.text.render import FORMATTERS, MIN_RENDER_LIMIT, render_parts, render_preview
+from hermes_common.text.split import (
     MIN_LIMIT,
     code_fence_ranges,
     split_chunks,

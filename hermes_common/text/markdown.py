@@ -17,13 +17,13 @@ from collections.abc import Callable
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from adapters._text.dialects import DIALECTS, Dialect, escape_markdown_v2, fence_lang
-from adapters._text.measure import sanitize
-from adapters._text.split import code_fence_ranges
+from hermes_common.text.dialects import DIALECTS, Dialect, escape_markdown_v2, fence_lang
+from hermes_common.text.measure import sanitize
+from hermes_common.text.split import code_fence_ranges
 
 _fast_render: Callable[[str, Dialect], str] | None
 try:
-    from adapters._text.fastmd import render_events as _fast_render
+    from hermes_common.text.fastmd import render_events as _fast_render
 except ImportError:  # pyromark not installed
     _fast_render = None
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from adapters._text.markdown import (
+from hermes_common.text.markdown import (
     escape_markdown_v2,
     to_discord,
     to_plain,
@@ -19,8 +19,8 @@ from adapters._text.markdown import (
     to_telegram_html,
     to_telegram_markdown_v2,
 )
-from adapters._text.measure import Measure, text_length
-from adapters._text.split import MIN_LIMIT, part_marker, split_chunks
+from hermes_common.text.measure import Measure, text_length
+from hermes_common.text.split import MIN_LIMIT, part_marker, split_chunks
 
 __all__ = ["FORMATTERS", "MIN_RENDER_LIMIT", "render_parts", "render_preview"]
 

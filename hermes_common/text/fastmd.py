@@ -5,7 +5,7 @@ in one function's locals because it runs once per event (a 50 KB reply is ~6,000
 the issue-6 budget is 5 ms for all of it): raw text is collected only inside links and images,
 and a dialect whose text escaping maps characters one by one converts all text in one call
 (`Dialect.bulk_text`). The output matches the markdown-it-py walker in
-`adapters._text.markdown` (the reference) for CommonMark + strikethrough; differences are the
+`hermes_common.text.markdown` (the reference) for CommonMark + strikethrough; differences are the
 parsers' own (pulldown-cmark also reads `~single~` tildes as strikethrough, and ordered lists
 count up from their first number).
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import pyromark
 
-from adapters._text.dialects import Dialect, fence_lang
+from hermes_common.text.dialects import Dialect, fence_lang
 
 __all__ = ["parse_events", "render_events"]
 

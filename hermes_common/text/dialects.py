@@ -2,7 +2,7 @@
 
 A `Dialect` turns already-parsed pieces (text, inline code, emphasis, links, code blocks,
 quotes, list markers) into the platform's syntax with its escaping. The walkers in
-`adapters._text.markdown` (markdown-it-py tokens) and `adapters._text.fastmd` (pyromark
+`hermes_common.text.markdown` (markdown-it-py tokens) and `hermes_common.text.fastmd` (pyromark
 events) call these methods; they never raise for any `str`.
 """
 
