@@ -48,7 +48,7 @@ from gateway.sdnotify import SdNotifier
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
 from gateway.supervisor import AdapterSupervisor, SupervisorSettings
-from gateway.turns import TurnService, TurnSettings
+from gateway.turns import ResetPolicy, TurnService, TurnSettings, build_turns
 from gateway.watchdog import LoopWatchdog
 from hermes_common.text import MediaPolicy
 
@@ -333,15 +333,14 @@ class GatewayRunner:
                                   enabled=gw.streaming.enabled),
         )
         self._cleanup.append(("delivery", self.delivery.close))
-        self.turns = TurnService(
+        self.turns = build_turns(
             self.store, self.delivery, self.agents,
+            reset=ResetPolicy(mode=gw.session_reset.mode,
+                              idle_minutes=gw.session_reset.idle_minutes,
+                              daily_hour=gw.session_reset.daily_hour),
+            format_hint=lambda p: getattr(self.adapters.get(p), "format_hint", ""),
             settings=TurnSettings(
                 tool_progress=lambda p: self._platform_setting(p, "tool_progress", gw.tool_progress),
-                reset_mode=gw.session_reset.mode,
-                idle_minutes=gw.session_reset.idle_minutes,
-                daily_hour=gw.session_reset.daily_hour,
-                format_hints=lambda p: getattr(
-                    self.adapters.get(p), "format_hint", ""),
             ),
             compression=self.compression,
             metrics=self.metrics,
@@ -352,10 +351,9 @@ class GatewayRunner:
             self.turns, busy_mode=gw.busy_mode, mailbox_size=gw.mailbox_size,
             merge_window_s=gw.burst_merge_s, busy_ack_interval_s=gw.busy_ack_interval_s,
             inbox=self.inbox)
-        self.turns.requeue = self.manager.requeue
         commands = builtin_registry()
         services = CommandServices(
-            store=self.store, manager=self.manager, turns=self.turns,
+            store=self.store, manager=self.manager, sessions=self.turns.sessions,
             compression=self.compression, policy=self._policy(), model=self.agents.model,
             context_length=self.agents.context_length, registry=commands)
         self.inbound = InboundRouter(

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from storage.base import Clock
 from storage.compaction import CompactionMixin
@@ -21,6 +22,9 @@ from storage.ops import OpsMixin
 from storage.pairing import PairingMixin
 from storage.search import SearchMixin
 from storage.sessions import SessionsMixin
+
+if TYPE_CHECKING:
+    from storage import ports
 
 __all__ = ["StateStore"]
 
@@ -101,3 +105,16 @@ class StateStore(
     def write_stats(self) -> tuple[int, int]:
         """(transactions committed, operations committed) by this process's writer."""
         return self._writer.batches, self._writer.ops
+
+
+if TYPE_CHECKING:  # the type checker proves `StateStore` implements every storage port
+
+    def _implements_every_port(store: StateStore) -> None:
+        checks: tuple[
+            ports.SessionReader, ports.SessionWriter, ports.UsageLedger, ports.GuardStore,
+            ports.MessageLog, ports.LiveTranscript, ports.LineageStore, ports.SearchIndex,
+            ports.LeaseStore, ports.CompactionCommitter, ports.DedupLedger, ports.HeldEvents,
+            ports.OutboxLedger, ports.Reachability, ports.CursorLedger, ports.PairingStore,
+            ports.Maintenance, ports.StoreLifecycle,
+        ] = (store,) * 18
+        del checks

@@ -4,29 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import shlex
-from dataclasses import dataclass
-from typing import Any
 
-from gateway.commands.context import CommandContext
+from gateway.commands.context import CommandContext, CommandServices
 from gateway.commands.registry import Command, CommandRegistry
 
 __all__ = ["CommandServices", "builtin_registry"]
 
 BUSY_REFUSAL = "⏳ The agent is working on a reply. Send /stop first, then /{name}."
-
-
-@dataclass(slots=True)
-class CommandServices:
-    """Collaborators of the command handlers (injected by the runner)."""
-
-    store: Any
-    manager: Any
-    turns: Any
-    compression: Any | None
-    policy: Any
-    model: str
-    context_length: int
-    registry: CommandRegistry | None = None
 
 
 async def _help(c: CommandContext) -> str:
@@ -51,9 +35,9 @@ async def _new(c: CommandContext) -> str:
         await svc.store.end_session(current.id, "new_session")
     title = c.args.strip() or None
     try:
-        session = await svc.turns.new_session(c.key, c.event, title=title)
+        session = await svc.sessions.new_session(c.key, c.event, title=title)
     except ValueError as exc:  # title in use / invalid
-        session = await svc.turns.new_session(c.key, c.event)
+        session = await svc.sessions.new_session(c.key, c.event)
         return f"✨ New session started ({exc}; untitled)."
     named = f" “{session.title}”" if session.title else ""
     return f"✨ New session{named} started."

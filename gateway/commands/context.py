@@ -1,24 +1,61 @@
-"""What a command handler receives."""
+"""What a command handler receives: the invocation and the gateway's services."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
+from gateway.compression.outcome import JobOutcome
 from gateway.events import MessageEvent
+from gateway.pipeline.authz import AccessPolicy
+from storage.ports import LineageStore, MessageLog, SessionReader, SessionWriter
+from storage.types import Session
 
-__all__ = ["CommandContext"]
+if TYPE_CHECKING:
+    from gateway.commands.registry import CommandRegistry
+    from gateway.sessions import SessionManager
+    from gateway.turns import SessionResolver
+
+__all__ = ["CommandContext", "CommandServices", "CommandStore", "ManualCompression"]
+
+
+class CommandStore(SessionReader, SessionWriter, MessageLog, LineageStore, Protocol):
+    """The storage the built-in commands use (sessions, /undo, lineage, /branch, /resume)."""
+
+
+class ManualCompression(Protocol):
+    """/compress: compress now through the same pool, lease and fence."""
+
+    async def compress_now(self, session_id: str, *, force: bool = True,
+                           focus: str | None = None, keep_last_turns: int | None = None,
+                           preview: bool = False) -> JobOutcome:
+        """Must not raise (failures are a `failed` outcome)."""
+        ...
+
+
+@dataclass(slots=True)
+class CommandServices:
+    """Collaborators of the command handlers (injected by the runner)."""
+
+    store: CommandStore
+    manager: SessionManager
+    sessions: SessionResolver
+    compression: ManualCompression | None
+    policy: AccessPolicy
+    model: str
+    context_length: int
+    registry: CommandRegistry | None = None
 
 
 @dataclass(slots=True)
 class CommandContext:
-    """One command invocation. `services` is the gateway's `CommandServices`."""
+    """One command invocation."""
 
     event: MessageEvent
     key: str
     args: str
-    services: Any
+    services: CommandServices
 
-    async def session(self) -> Any | None:
+    async def session(self) -> Session | None:
         """The chat's live session, or None when it has none yet."""
         return await self.services.store.find_by_session_key(self.key)

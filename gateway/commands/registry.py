@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gateway.commands.context import CommandContext
 
 __all__ = ["Command", "CommandRegistry", "ParsedCommand", "parse_command"]
 
-Handler = Callable[..., Awaitable[str | None]]
+Handler = Callable[["CommandContext"], Awaitable[str | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +81,7 @@ class CommandRegistry:
     def resolve(self, name: str) -> Command | None:
         return self._by_name.get(name.lower())
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Command]:
         return iter(self._ordered)
 
     def menu(self) -> list[tuple[str, str]]:

@@ -157,14 +157,6 @@ class SessionManager:
             self._workers[key] = worker
         return worker
 
-    def requeue(self, key: str, events: list[MessageEvent]) -> None:
-        """Queue events again (steered texts the turn ended without using)."""
-        worker = self._workers.get(key)
-        for ev in events:
-            if worker is None or worker.offer(ev) == "full":
-                log.warning("requeue_dropped", session_key=key)
-                self._release([ev])
-
     # -- control -------------------------------------------------------------------------
     def stop(self, key: str, reason: str = "stopped by user") -> tuple[bool, int]:
         """Interrupt the running turn and drop queued events: (was_running, dropped)."""

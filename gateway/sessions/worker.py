@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import structlog
 
@@ -24,7 +24,9 @@ log = structlog.get_logger("gateway.sessions")
 class TurnRunner(Protocol):
     async def __call__(
         self, key: str, events: list[MessageEvent], interrupt: InterruptSignal
-    ) -> None: ...
+    ) -> list[MessageEvent]:
+        """Run one turn; returns events that must run next (before anything queued)."""
+        ...
 
 
 class SessionWorker:
@@ -58,7 +60,7 @@ class SessionWorker:
         self._on_exit = on_exit
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._turn: asyncio.Task[None] | None = None
+        self._turn: asyncio.Task[list[MessageEvent]] | None = None
         self._signal: InterruptSignal | None = None
         self._after_interrupt = False
         self._closing = False
@@ -177,7 +179,8 @@ class SessionWorker:
 
         unwatch = signal.on_set(wake)
         try:
-            done, _ = await asyncio.wait({turn, stop}, return_when=asyncio.FIRST_COMPLETED)
+            waiters: set[asyncio.Future[Any]] = {turn, stop}
+            done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             if turn not in done:
                 # Interrupt requested: the agent honours it cooperatively; cancel as a backstop.
                 finished, _ = await asyncio.wait({turn}, timeout=self._grace)
@@ -188,17 +191,22 @@ class SessionWorker:
                         await turn
         finally:
             unwatch()
+            if turn.done() and not turn.cancelled() and turn.result():
+                # Steered texts the turn never used: next, ahead of what queued meanwhile.
+                self._mailbox.extendleft(reversed(turn.result()))
             self.turns_run += 1
             self._turn = None
             self._signal = None
             self._running_last = None
 
-    async def _guarded(self, batch: list[MessageEvent], signal: InterruptSignal) -> None:
+    async def _guarded(self, batch: list[MessageEvent],
+                       signal: InterruptSignal) -> list[MessageEvent]:
         try:
-            await self._run_turn(self.key, batch, signal)
+            return await self._run_turn(self.key, batch, signal)
         except asyncio.CancelledError:
             raise
         except Exception:  # one failing turn never takes the session down
             log.exception("turn_failed", session_key=self.key)
+            return []
 
 

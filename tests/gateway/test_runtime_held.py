@@ -136,7 +136,7 @@ async def test_a_turn_that_crashed_is_not_rerun_after_a_restart(tmp_path, model)
         async def broken(*_a, **_k):
             raise RuntimeError("disk on fire")
 
-        runner.turns.new_session = broken
+        runner.turns.sessions.new_session = broken
         await fake.inject("doomed", chat_id="c1", user_id="u1")
         await fake.wait_for(lambda: any("something went wrong" in m
                                         for m in fake.messages("c1")))

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from gateway.turns.service import QUIET_MEMORY_PROMPT
+from gateway.turns import QUIET_MEMORY_PROMPT
 from tests.fakes.openai_server import text
 from tests.gateway.runtime_harness import KEY, Clock, runner_for, user_texts
 

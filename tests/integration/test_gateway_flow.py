@@ -170,6 +170,34 @@ async def test_steer_mode_injects_message_after_the_next_tool_call(tmp_path, mod
         assert await runner.store.inbound_held() == []
 
 
+async def test_a_steer_the_turn_never_used_runs_next_before_later_messages(tmp_path, model):
+    """The agent ends its turn without another tool batch, so the steered text was never
+    shown to it: it becomes the next turn, ahead of a message queued after it."""
+    model.enqueue(
+        text("First answer, slowly.", chunk_chars=2, delay_s=0.2),
+        text("Answer to the steered note."),
+        text("Answer to the photo message."),
+    )
+    async with gateway(tmp_path, model, gateway__busy_mode="steer") as (runner, fake):
+        await fake.inject("question one", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: len(model.requests) == 1)
+        await asyncio.sleep(0.6)  # past the burst window: not merged into the running turn
+        await fake.inject("a note while you type", chat_id="c1", user_id="u1")
+        await asyncio.sleep(0.6)  # a separate message, not a burst with the note
+        # Attachments are never steered: this one is queued behind the turn.
+        photo = tmp_path / "p.txt"
+        photo.write_text("x")
+        await fake.inject("and this file", chat_id="c1", user_id="u1",
+                          attachments=[str(photo)])
+        await fake.wait_for(lambda: len(model.requests) == 3, 15)
+        await fake.wait_turns(3, timeout_s=15)
+        asked = [r.body["messages"][-1]["content"] for r in model.requests]
+        assert asked[0] == "question one"
+        assert asked[1] == "a note while you type"
+        assert asked[2].startswith("and this file")
+        assert await runner.store.inbound_held() == []
+
+
 async def test_command_for_another_bot_is_not_ours(tmp_path, model):
     from adapters.fake import FakeAdapter
 

@@ -1,0 +1,100 @@
+"""`SessionResolver`: which session a turn runs in (the reset policy), and new sessions."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+from agent_core import events as ae
+from gateway.delivery.service import ReplyTarget
+from gateway.events import MessageEvent
+from gateway.sessions.reset import ResetMode, reset_reason
+from gateway.turns.builder import AgentBuilder
+from gateway.turns.ports import SessionStore
+from storage.types import Session
+
+__all__ = ["QUIET_MEMORY_PROMPT", "ResetPolicy", "SessionResolver"]
+
+log = structlog.get_logger("gateway.turns")
+
+QUIET_MEMORY_PROMPT = (
+    "[System note: this conversation is about to be reset. If anything from it is worth "
+    "remembering in future conversations, save it now with the memory tool. Reply with OK.]"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ResetPolicy:
+    """`gateway.session_reset`."""
+
+    mode: ResetMode = "none"
+    idle_minutes: int = 1440
+    daily_hour: int = 4
+
+
+class SessionResolver:
+    """Finds the live session of a routing key, applying the reset policy on every path,
+    and creates sessions with a freshly built system prompt."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        agents: AgentBuilder,
+        *,
+        policy: ResetPolicy = ResetPolicy(),
+        format_hint: Callable[[str], str] = lambda _platform: "",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._agents = agents
+        self._policy = policy
+        self._format_hint = format_hint
+        self._clock = clock
+
+    async def resolve(self, key: str, event: MessageEvent) -> tuple[Session, str | None]:
+        """The live session for `key` (created when missing) and, when the policy reset the
+        old one, the notice to show the user."""
+        session = await self._store.find_by_session_key(key)
+        notice = None
+        if session is not None:
+            p = self._policy
+            why = reset_reason(
+                p.mode, last_activity=session.last_activity or session.started_at,
+                now=self._clock(), idle_minutes=p.idle_minutes, daily_hour=p.daily_hour)
+            if why:
+                await self._quiet_memory_turn(session, event)
+                await self._store.end_session(session.id, "session_reset")
+                notice = f"♻️ Started a new session ({why}). Send /resume to go back."
+                session = None
+        if session is None:
+            session = await self.new_session(key, event)
+        return session, notice
+
+    async def new_session(self, key: str, event: MessageEvent,
+                          title: str | None = None) -> Session:
+        """A new live session for the chat of `event`. Raises `ValueError` (a
+        `TitleInUseError` / `InvalidTitleError`) for a title that cannot be used."""
+        prompt = await self._agents.system_prompt(
+            platform_hint=self._format_hint(event.platform))
+        return await self._store.create_session(
+            source=event.platform, user_id=event.user.id, session_key=key,
+            chat_id=event.chat_id, chat_type=event.chat_type.value, thread_id=event.thread_id,
+            model=self._agents.model, system_prompt=prompt, title=title)
+
+    async def _quiet_memory_turn(self, session: Session, event: MessageEvent) -> None:
+        """Before a reset, one undelivered turn in which the agent may save memories. Must
+        not raise: a failure only costs the memories."""
+        try:
+            history = await self._store.load_history(session.id)
+            if not history:
+                return
+            agent = await self._agents.build(session, ReplyTarget.of(event), quiet=True)
+            async for ev in agent.run_turn(history, QUIET_MEMORY_PROMPT):
+                if isinstance(ev, ae.TERMINAL_EVENTS):
+                    break
+        except Exception as exc:  # noqa: BLE001 - see docstring
+            log.warning("quiet_memory_turn_failed", session_id=session.id,
+                        error=type(exc).__name__)
