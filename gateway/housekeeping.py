@@ -8,11 +8,11 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import structlog
 
 from gateway.process import process_stats, resettle_heap
+from storage.ports import Maintenance
 
 __all__ = ["prune_cache", "prune_forever"]
 
@@ -21,7 +21,7 @@ log = structlog.get_logger("gateway.housekeeping")
 DAY_S = 86400.0
 
 
-async def prune_forever(store: Any, retention_days: float, clock: Callable[[], float],
+async def prune_forever(store: Maintenance, retention_days: float, clock: Callable[[], float],
                         interval_s: float = 3600.0, *, cache_dirs: tuple[Path, ...] = (),
                         cache_days: float = 0.0) -> None:
     """Prune the ledgers now, then every `interval_s`, keeping `retention_days`, delete files

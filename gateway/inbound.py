@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, Protocol
 
 import structlog
 
-from gateway.commands.context import CommandContext
-from gateway.commands.registry import CommandRegistry, parse_command
+from gateway.commands.context import CommandContext, CommandServices
+from gateway.commands.registry import Command, CommandRegistry, parse_command
 from gateway.delivery.service import DeliveryService, ReplyTarget
 from gateway.events import MessageEvent
 from gateway.pipeline import Inbound, Next, Pipeline
@@ -19,18 +19,23 @@ from gateway.pipeline.filters import Dedup, drop_self_and_bots
 from gateway.pipeline.mention import MentionGate
 from gateway.ports import BasePlatformAdapter, Capabilities
 from gateway.sessions import SessionManager, session_key
+from storage.ports import DedupLedger, PairingStore, Reachability
 
-__all__ = ["InboundRouter", "PairingDesk"]
+__all__ = ["InboundRouter", "InboundStore", "PairingDesk"]
 
 log = structlog.get_logger("gateway.inbound")
 
 MAX_PENDING_CODES_PER_HOUR = 3
 
 
+class InboundStore(DedupLedger, PairingStore, Reachability, Protocol):
+    """What the inbound path records: dedup, pairing, chats that became reachable again."""
+
+
 class PairingDesk:
     """`PairingLedger` over the state store: codes hashed, at most 3 per user per hour."""
 
-    def __init__(self, store: Any, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: PairingStore, clock: Callable[[], float] = time.time) -> None:
         self._store = store
         self._clock = clock
 
@@ -57,12 +62,12 @@ class InboundRouter:
     def __init__(
         self,
         *,
-        store: Any,
+        store: InboundStore,
         adapters: Mapping[str, BasePlatformAdapter],
         delivery: DeliveryService,
         manager: SessionManager,
         commands: CommandRegistry,
-        command_services: Any,
+        command_services: CommandServices,
         policy: AccessPolicy,
         require_mention: Callable[[str], bool],
         group_sessions_per_user: bool = True,
@@ -78,7 +83,7 @@ class InboundRouter:
         self.routed = 0
         self._pipeline = Pipeline([
             drop_self_and_bots,
-            Dedup(store_ledger(store)),
+            Dedup(_StoreLedger(store)),
             self._clear_unreachable,
             Authorize(policy, PairingDesk(store), self._reply),
             MentionGate(require_mention),
@@ -106,7 +111,7 @@ class InboundRouter:
     async def _reply(self, event: MessageEvent, text: str) -> None:
         self._spawn(self._delivery.notify(ReplyTarget.of(event), text), "notice")
 
-    def _spawn(self, coro: Any, kind: str) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, object], kind: str) -> None:
         task = asyncio.create_task(coro, name=f"inbound-{kind}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -134,9 +139,11 @@ class InboundRouter:
         item.notes["command"] = command.name
         self._spawn(self._run_command(item.event, key, command, parsed.args), "command")
 
-    async def _run_command(self, event: MessageEvent, key: str, command: Any, args: str) -> None:
+    async def _run_command(self, event: MessageEvent, key: str, command: Command,
+                           args: str) -> None:
         target = ReplyTarget.of(event)
         ok = True
+        text: str | None
         try:
             if not command.busy_ok and self._manager.is_busy(key):
                 text = f"⏳ The agent is working on a reply. Send /stop first, then /{command.name}."
@@ -167,12 +174,10 @@ class InboundRouter:
 
 
 class _StoreLedger:
-    def __init__(self, store: Any) -> None:
+    """The pipeline's `Dedup` ledger over the state store."""
+
+    def __init__(self, store: DedupLedger) -> None:
         self._store = store
 
     async def record_inbound(self, platform: str, event_id: str) -> bool:
-        return bool(await self._store.record_if_new(platform, event_id))
-
-
-def store_ledger(store: Any) -> _StoreLedger:
-    return _StoreLedger(store)
+        return await self._store.record_if_new(platform, event_id)

@@ -34,6 +34,7 @@ __all__ = [
     "DedupLedger",
     "GuardStore",
     "HeldEvents",
+    "HistoryReader",
     "LeaseStore",
     "LineageStore",
     "LiveTranscript",
@@ -196,6 +197,10 @@ class SearchIndex(Protocol):
         self, query: object, *, limit: int = 20, source: str | None = None,
         session_id: str | None = None, roles: Sequence[str] | None = None,
     ) -> list[SearchHit]: ...
+
+
+class HistoryReader(SessionReader, MessageLog, LineageStore, SearchIndex, Protocol):
+    """Read-only views of stored conversations (the operator's CLI, the demo, a dashboard)."""
 
 
 class LeaseStore(Protocol):

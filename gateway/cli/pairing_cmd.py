@@ -6,9 +6,13 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from storage.ports import PairingStore
+    from storage.types import ApprovedUser, PairingCode
 
 __all__ = ["app"]
 
@@ -17,7 +21,7 @@ T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
 
-def _run(fn: Callable[[Any], Awaitable[T]]) -> T:
+def _run(fn: Callable[[PairingStore], Awaitable[T]]) -> T:
     from gateway.paths import paths
     from storage import StateStore
 
@@ -36,7 +40,7 @@ def _when(ts: float | None) -> str:
 def list_(as_json: JsonOpt = False) -> None:
     """Pending requests and approved users."""
 
-    async def fn(store: Any) -> tuple[list[Any], list[Any]]:
+    async def fn(store: PairingStore) -> tuple[list[PairingCode], list[ApprovedUser]]:
         return await store.pending_pairing_codes(), await store.approved_users()
 
     pending, approved = _run(fn)
@@ -70,7 +74,7 @@ def list_(as_json: JsonOpt = False) -> None:
 def approve(platform: str, code: str) -> None:
     """Approve the user who was given CODE on PLATFORM."""
 
-    async def fn(store: Any) -> Any:
+    async def fn(store: PairingStore) -> ApprovedUser | None:
         return await store.approve_pairing_code(platform, code.strip().upper())
 
     user = _run(fn)
@@ -85,7 +89,7 @@ def approve(platform: str, code: str) -> None:
 def revoke(platform: str, user_id: str) -> None:
     """Remove an approved user."""
 
-    async def fn(store: Any) -> bool:
+    async def fn(store: PairingStore) -> bool:
         return bool(await store.revoke_user(platform, user_id))
 
     if not _run(fn):

@@ -22,6 +22,7 @@ from rich.text import Text
 from gateway.cli.bootstrap import EXIT_USAGE, fail
 from gateway.paths import paths
 from storage import Session, StateStore, StorageError
+from storage.ports import HistoryReader
 
 __all__ = ["app"]
 
@@ -31,7 +32,7 @@ T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
 
-def _run(fn: Callable[[StateStore], Awaitable[T]]) -> T:
+def _run(fn: Callable[[HistoryReader], Awaitable[T]]) -> T:
     async def main() -> T:
         async with await StateStore.open(paths().state_db) as store:
             return await fn(store)
@@ -66,7 +67,7 @@ def _session_summary(s: Session) -> dict[str, Any]:
     }
 
 
-async def _find(store: StateStore, ident: str) -> Session | None:
+async def _find(store: HistoryReader, ident: str) -> Session | None:
     """An exact id, else an exact title (that session itself, not its lineage tip)."""
     s = await store.get_session(ident)
     if s is not None:
@@ -114,7 +115,7 @@ def show(
 ) -> None:
     """One session: its details, lineage and messages."""
 
-    async def load(st: StateStore) -> tuple[Session | None, list[dict[str, Any]], list[str]]:
+    async def load(st: HistoryReader) -> tuple[Session | None, list[dict[str, Any]], list[str]]:
         s = await _find(st, session)
         if s is None:
             return None, [], []
@@ -218,7 +219,7 @@ def export(
     if fmt not in ("jsonl", "md"):
         fail("--format must be jsonl or md", EXIT_USAGE)
 
-    async def load(st: StateStore) -> tuple[Session | None, list[dict[str, Any]]]:
+    async def load(st: HistoryReader) -> tuple[Session | None, list[dict[str, Any]]]:
         s = await _find(st, session)
         if s is None:
             return None, []

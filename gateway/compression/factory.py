@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from agent_core.compression import CompressionSettings, load_engine
 from gateway.agents import provider_settings
 from gateway.compression.hook import CompressionService
 from gateway.compression.pool import CompressionPool, StatusCallback
+from gateway.compression.ports import CompressionStore
 from gateway.compression.runner import PromptBuilder
 from gateway.compression.summarizer import AuxSummarizer
 from gateway.config.models import HermesConfig
-from storage import StateStore
+from gateway.metrics import GatewayMetrics
 
 __all__ = ["build_compression", "engine_settings"]
 
@@ -36,9 +36,9 @@ def engine_settings(config: HermesConfig) -> CompressionSettings:
 
 def build_compression(
     config: HermesConfig,
-    store: StateStore,
+    store: CompressionStore,
     *,
-    metrics: Any = None,
+    metrics: GatewayMetrics | None = None,
     on_status: StatusCallback | None = None,
     renew_leases: bool = True,
     clock: Callable[[], float] = time.time,

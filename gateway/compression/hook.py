@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -13,11 +13,16 @@ from agent_core.compression import ContextEngine
 from gateway.compression.guardstate import from_stored, to_fields
 from gateway.compression.outcome import JobOutcome
 from gateway.compression.pool import CompressionPool
-from storage import GuardState, StateStore, StorageError
+from gateway.compression.ports import CompressionStore
+from storage import GuardState, StorageError
 
 __all__ = ["CompressionService"]
 
 log = structlog.get_logger("gateway.compression")
+
+
+class AsyncCloseable(Protocol):
+    async def aclose(self) -> None: ...
 
 
 class CompressionService:
@@ -33,7 +38,7 @@ class CompressionService:
         pool: CompressionPool,
         *,
         enabled: bool = True,
-        closers: list[Any] | None = None,
+        closers: list[AsyncCloseable] | None = None,
         overflow_wait_s: float | None = None,
     ) -> None:
         self.pool = pool
@@ -42,7 +47,7 @@ class CompressionService:
         self._overflow_wait_s = overflow_wait_s
 
     @property
-    def store(self) -> StateStore:
+    def store(self) -> CompressionStore:
         return self.pool.store
 
     @property

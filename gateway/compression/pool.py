@@ -28,8 +28,9 @@ import structlog
 
 from agent_core.compression import ContextCompressor, ContextEngine
 from gateway.compression.outcome import JobOutcome
+from gateway.compression.ports import CompressionStore
 from gateway.compression.runner import JobRequest, JobRunner, NotifyingSummarizer, PromptBuilder
-from storage import StateStore
+from gateway.metrics import GatewayMetrics
 
 __all__ = ["CompressionPool", "StatusCallback"]
 
@@ -55,7 +56,7 @@ class CompressionPool:
 
     def __init__(
         self,
-        store: StateStore,
+        store: CompressionStore,
         engine: ContextEngine,
         *,
         workers: int = 2,
@@ -65,7 +66,7 @@ class CompressionPool:
         timeout_seconds: float = 120.0,
         renew_leases: bool = True,
         on_status: StatusCallback | None = None,
-        metrics: Any = None,
+        metrics: GatewayMetrics | None = None,
         clock: Callable[[], float] = time.time,
         prompt_builder: PromptBuilder | None = None,
     ) -> None:
@@ -133,13 +134,17 @@ class CompressionPool:
         self._ensure_workers()
         return fut
 
-    async def run(self, session_id: str, **kwargs: Any) -> JobOutcome:
+    async def run(self, session_id: str, *, force: bool = False, focus: str | None = None,
+                  keep_last_turns: int | None = None, origin: str = "auto") -> JobOutcome:
         """`submit` and wait for the outcome."""
-        return await asyncio.shield(self.submit(session_id, **kwargs))
+        return await asyncio.shield(self.submit(
+            session_id, force=force, focus=focus, keep_last_turns=keep_last_turns,
+            origin=origin))
 
-    async def preview(self, session_id: str, **kwargs: Any) -> JobOutcome:
+    async def preview(self, session_id: str, *, force: bool = False, focus: str | None = None,
+                      keep_last_turns: int | None = None) -> JobOutcome:
         """What a compression would do now (no lease, nothing written)."""
-        return await self.runner.preview(JobRequest(session_id, **kwargs))
+        return await self.runner.preview(JobRequest(session_id, force, focus, keep_last_turns))
 
     def active(self, session_id: str) -> asyncio.Future[JobOutcome] | None:
         """The future of the session's queued or running job, if any."""

@@ -24,15 +24,18 @@ import structlog
 from agent_core.compression import (
     SUMMARY_END_MARKER,
     SUMMARY_PREFIX,
+    CompressionGuards,
     CompressionResult,
     ContextEngine,
+    Summarizer,
     blocked_reason,
     record_failure,
 )
 from agent_core.tokens import TOKEN_CACHE_KEY
 from gateway.compression.guardstate import from_stored, to_fields
 from gateway.compression.outcome import JobOutcome
-from storage import FenceRejected, Lease, Session, StateStore, StorageError
+from gateway.compression.ports import CompressionStore
+from storage import FenceRejected, Lease, Session, StorageError
 
 __all__ = ["Emit", "JobRequest", "JobRunner", "NotifyingSummarizer"]
 
@@ -59,15 +62,14 @@ class NotifyingSummarizer:
     """Wraps the engine's summarizer so the running job can announce "compacting" when (and
     only when) a summary is actually being written."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Summarizer) -> None:
         self.inner = inner
 
     async def summarize(self, messages: list[dict[str, Any]], *, max_tokens: int) -> str:
         hook = _first_call.get()
         if hook is not None:
             hook()
-        result: str = await self.inner.summarize(messages, max_tokens=max_tokens)
-        return result
+        return await self.inner.summarize(messages, max_tokens=max_tokens)
 
 
 def _summary_preview(summary: str | None, limit: int = 300) -> str | None:
@@ -88,7 +90,7 @@ class JobRunner:
 
     def __init__(
         self,
-        store: StateStore,
+        store: CompressionStore,
         engine: ContextEngine,
         *,
         mode: str = "rotate",
@@ -203,7 +205,7 @@ class JobRunner:
                 return _with_token(result, sid, lease)
             if result.status != "compressed":
                 await self._save_guards(sid, result.guards)
-                return JobOutcome(result.status, sid, detail=result.reason,  # type: ignore[arg-type]
+                return JobOutcome(result.status, sid, detail=result.reason,
                                   tokens_before=result.tokens_before, lease_token=lease.token)
             return await self._commit(box, session, result, snapshot_id, has_system, deadline,
                                       guards)
@@ -247,7 +249,7 @@ class JobRunner:
         snapshot_id: int,
         has_system: bool,
         deadline: float,
-        guards: Any,
+        guards: CompressionGuards,
     ) -> JobOutcome:
         sid = session.id
         messages = _clean(result.messages)
@@ -306,7 +308,7 @@ class JobRunner:
                 return
             box[0] = renewed
 
-    async def _save_guards(self, sid: str, guards: Any) -> None:
+    async def _save_guards(self, sid: str, guards: CompressionGuards) -> None:
         try:
             await self.store.update_guard(sid, **to_fields(guards))
         except StorageError as exc:

@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
@@ -15,10 +15,11 @@ from gateway.delivery.render import preview_text, render_final, render_plain
 from gateway.delivery.stream import DeliveryFailed, StreamConsumer, StreamSettings
 from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage, SendResult
 from gateway.ports import BasePlatformAdapter
-from gateway.ratelimit import Deferred, RateBudgets
+from gateway.ratelimit import ChatRateBudget, Deferred, RateBudgets
 from hermes_common.text import MediaPolicy, extract_media
+from storage.ports import OutboxLedger, Reachability
 
-__all__ = ["DeliveryService", "OutboxLedger", "PreparedFinal", "ReplyTarget", "RECOVERED_MARKER"]
+__all__ = ["DeliveryLedger", "DeliveryService", "PreparedFinal", "ReplyTarget", "RECOVERED_MARKER"]
 
 log = structlog.get_logger("gateway.delivery")
 
@@ -28,21 +29,8 @@ TYPING_REFRESH_S = 4.0
 MAX_RETRIES = 8
 
 
-class OutboxLedger(Protocol):
-    async def outbox_add(self, *, platform: str, chat_id: str, text: str,
-                         session_id: str | None = None, thread_id: str | None = None,
-                         reply_to: str | None = None) -> int: ...
-    async def outbox_mark_sent(self, outbox_id: int, platform_message_ids: Any) -> bool: ...
-    async def outbox_mark_delivered(self, ids: Any, platform_message_ids: Any = None) -> int: ...
-    async def outbox_mark_failed(self, outbox_id: int, error: str) -> bool: ...
-    async def outbox_mark_expired(self, ids: Any) -> int: ...
-    async def outbox_record_attempt(self, outbox_id: int, error: str) -> None: ...
-    async def outbox_undelivered(self, max_age: float | None = None) -> list[Any]: ...
-    async def mark_unreachable(self, platform: str, chat_id: str, reason: str) -> None: ...
-    async def clear_unreachable(self, platform: str, chat_id: str) -> bool: ...
-    async def is_unreachable(self, platform: str, chat_id: str) -> bool: ...
-    async def unreachable_chats(self) -> list[Any]: ...
-    async def outbox_get(self, outbox_id: int) -> Any: ...
+class DeliveryLedger(OutboxLedger, Reachability, Protocol):
+    """The outbox (a reply is recorded before it is sent) and the chats that are unreachable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +63,7 @@ class DeliveryService:
     def __init__(
         self,
         adapters: Mapping[str, BasePlatformAdapter],
-        ledger: OutboxLedger,
+        ledger: DeliveryLedger,
         *,
         budgets: RateBudgets | None = None,
         media: MediaPolicy | None = None,
@@ -111,7 +99,7 @@ class DeliveryService:
     def adapter(self, name: str) -> BasePlatformAdapter | None:
         return self._adapters.get(name)
 
-    def _budget(self, t: ReplyTarget) -> Any:
+    def _budget(self, t: ReplyTarget) -> ChatRateBudget:
         adapter = self._adapters.get(t.adapter)
         profile = adapter.capabilities.rate_profile if adapter is not None else t.adapter
         return self.budgets.for_chat(profile, f"{t.adapter}:{t.chat_id}", t.chat_type)

@@ -13,7 +13,7 @@ import logging
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from rich.console import Console
@@ -23,6 +23,11 @@ from rich.text import Text
 
 from gateway.demo.standin import MODEL_NAME, StandInModel
 from gateway.eventloop import run as run_loop
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+    from storage.ports import HistoryReader
 
 __all__ = ["run_demo"]
 
@@ -53,7 +58,7 @@ def _config(model_url: str) -> dict[str, Any]:
     }
 
 
-async def _chat(client: Any, text: str, console: Console) -> str:
+async def _chat(client: AsyncOpenAI, text: str, console: Console) -> str:
     console.print(f"[bold cyan]you ›[/] {text}")
     console.print("[bold green]bot ›[/] ", end="")
     out: list[str] = []
@@ -100,7 +105,7 @@ async def _demo(home: Path, console: Console) -> int:
     return 0
 
 
-async def _show_state(store: Any, home: Path, console: Console) -> None:
+async def _show_state(store: HistoryReader, home: Path, console: Console) -> None:
     sessions = await store.list_sessions(limit=10)
     table = Table(title="Sessions in state.db (lineage)")
     for col in ("id", "title", "parent", "end reason", "messages"):

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import Any
 
 import structlog
 
 from gateway.events import MessageEvent
 from storage import scrub
+from storage.ports import HeldEvents
 
 __all__ = ["DurableInbox", "event_keys"]
 
@@ -31,7 +31,7 @@ class DurableInbox:
     """Holds and releases events through the store. Storage failures are logged, never
     raised: the in-memory mailbox still works, it is only not durable for that event."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: HeldEvents) -> None:
         self._store = store
         self._tasks: set[asyncio.Task[None]] = set()
 

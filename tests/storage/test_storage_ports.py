@@ -18,8 +18,10 @@ PORTS = [getattr(ports, name) for name in ports.__all__]
 
 
 def _methods(proto: type) -> list[str]:
-    return [n for n, v in vars(proto).items()
-            if not n.startswith("_") and inspect.isfunction(v)]
+    """The port's methods, those of the ports it combines included."""
+    own = [klass for klass in proto.__mro__ if klass.__module__ == ports.__name__]
+    return sorted({n for klass in own for n, v in vars(klass).items()
+                   if not n.startswith("_") and inspect.isfunction(v)})
 
 
 def test_every_name_exported_is_a_protocol_with_methods() -> None:
