@@ -1,21 +1,46 @@
 """The built-in `api` adapter: an OpenAI-compatible HTTP server (`/v1/chat/completions`,
-`/v1/models`). Registered as the `hermes.adapters` entry point `api = "adapters.api:create"`."""
+`/v1/models`). Registered as the `hermes.adapters` entry point `api = "adapters.api:SPEC"`.
+
+Importing this package loads only the settings model; the server modules (aiohttp) load when
+the adapter is built or one of their names is used.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from adapters.api.adapter import ApiAdapter
-from adapters.api.server import EVENT_ID_HEADERS, SESSION_HEADER
 from adapters.api.settings import ApiSettings
-from adapters.api.turns import CURSORS
+from gateway.ports import AdapterSpec, BasePlatformAdapter
+from hermes_common.lazy import lazy_exports
 
-__all__ = ["CURSORS", "EVENT_ID_HEADERS", "SESSION_HEADER", "ApiAdapter", "ApiSettings", "create"]
+if TYPE_CHECKING:
+    from adapters.api.adapter import ApiAdapter
+    from adapters.api.server import EVENT_ID_HEADERS, SESSION_HEADER
+    from adapters.api.turns import CURSORS
 
+__all__ = [
+    "CURSORS",
+    "EVENT_ID_HEADERS",
+    "SESSION_HEADER",
+    "SPEC",
+    "ApiAdapter",
+    "ApiSettings",
+    "create",
+]
 
-def create(name: str, settings: Any) -> ApiAdapter:
-    """Entry-point factory. `settings`: a pydantic model, a dict or None (`platforms.api`).
+def _build(name: str, settings: ApiSettings) -> BasePlatformAdapter:
+    from adapters.api.adapter import ApiAdapter
 
-    Raises `ValueError` for malformed settings.
-    """
     return ApiAdapter(name, settings)
+
+
+SPEC = AdapterSpec(settings=ApiSettings, factory=_build)
+create = SPEC.create
+
+
+__getattr__ = lazy_exports(__name__, {
+    "ApiAdapter": "adapters.api.adapter",
+    "EVENT_ID_HEADERS": "adapters.api.server",
+    "SESSION_HEADER": "adapters.api.server",
+    "CURSORS": "adapters.api.turns",
+})

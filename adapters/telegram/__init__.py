@@ -1,20 +1,29 @@
 """The Telegram adapter (python-telegram-bot v22): long polling or webhook, forum topics,
 attachments, streaming edits. Registered as the `hermes.adapters` entry point
-`telegram = "adapters.telegram:create"`."""
+`telegram = "adapters.telegram:SPEC"`.
+
+Importing this package loads only the settings model; python-telegram-bot is imported when the
+adapter is built or one of its names below is used.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from adapters.telegram.adapter import TelegramAdapter
-from adapters.telegram.convert import BotIdentity
-from adapters.telegram.polling import CURSOR_KEY
 from adapters.telegram.settings import TelegramSettings, WebhookSettings
-from adapters.telegram.webhook import SECRET_HEADER
+from gateway.ports import AdapterSpec, BasePlatformAdapter
+from hermes_common.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from adapters.telegram.adapter import TelegramAdapter
+    from adapters.telegram.convert import BotIdentity
+    from adapters.telegram.polling import CURSOR_KEY
+    from adapters.telegram.webhook import SECRET_HEADER
 
 __all__ = [
     "CURSOR_KEY",
     "SECRET_HEADER",
+    "SPEC",
     "BotIdentity",
     "TelegramAdapter",
     "TelegramSettings",
@@ -23,9 +32,18 @@ __all__ = [
 ]
 
 
-def create(name: str, settings: Any) -> TelegramAdapter:
-    """Entry-point factory. `settings`: the `platforms.telegram` pydantic model or a dict.
+def _build(name: str, settings: TelegramSettings) -> BasePlatformAdapter:
+    from adapters.telegram.adapter import TelegramAdapter
 
-    Raises `ValueError` for malformed settings.
-    """
     return TelegramAdapter(name, settings)
+
+
+SPEC = AdapterSpec(settings=TelegramSettings, factory=_build)
+create = SPEC.create
+
+__getattr__ = lazy_exports(__name__, {
+    "TelegramAdapter": "adapters.telegram.adapter",
+    "BotIdentity": "adapters.telegram.convert",
+    "CURSOR_KEY": "adapters.telegram.polling",
+    "SECRET_HEADER": "adapters.telegram.webhook",
+})

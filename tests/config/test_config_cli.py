@@ -123,5 +123,6 @@ platforms:
 
 
 def test_unset_secret_shows_as_null_not_redacted(home_dir: Path) -> None:
+    _write(home_dir, "platforms:\n  telegram: {enabled: false}\n")
     shown = yaml.safe_load(run_hermes(home_dir, "config", "show").stdout)
     assert shown["platforms"]["telegram"]["token"] is None

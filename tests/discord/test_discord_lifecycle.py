@@ -9,9 +9,9 @@ import pytest
 import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
+from pydantic import ValidationError
 
 from adapters.discord import DiscordSettings, apply_endpoints, create
-from gateway.config.platforms import DiscordPlatform
 from gateway.events import OutboundMessage
 from gateway.ports import AdapterAuthError
 from tests.adapters_contract.harness_discord import DiscordHarness
@@ -123,16 +123,17 @@ def test_apply_endpoints_without_gateway_keeps_the_default() -> None:
     assert Route.BASE == ORIGINAL_BASE
 
 
-def test_settings_from_the_config_model_redact_the_token() -> None:
-    model = DiscordPlatform(enabled=True, token="s3cr3t-token",
+def test_settings_model_redacts_the_token() -> None:
+    model = DiscordSettings(enabled=True, token="s3cr3t-token",
                             api_base_url="http://127.0.0.1:5/api/v10/",
                             gateway_url="ws://127.0.0.1:5/gateway")
-    settings = DiscordSettings.from_any(model)
-    assert settings.token == "s3cr3t-token"
-    assert settings.api_base_url == "http://127.0.0.1:5/api/v10"
-    assert settings.gateway_url == "ws://127.0.0.1:5/gateway"
-    assert "s3cr3t" not in repr(settings) and "s3cr3t" not in str(settings)
-    defaults = DiscordSettings.from_any(None)
+    assert model.plain_token() == "s3cr3t-token" == model.credential()
+    assert model.api_base_url == "http://127.0.0.1:5/api/v10"
+    assert model.gateway_url == "ws://127.0.0.1:5/gateway"
+    assert "s3cr3t" not in repr(model) and "s3cr3t" not in str(model)
+    with pytest.raises(ValidationError, match="max_ratelimit_wait_s"):
+        DiscordSettings(max_ratelimit_wait_s=10)  # discord.py requires at least 30
+    defaults = DiscordSettings()
     assert defaults.api_base_url == "https://discord.com/api/v10"
     assert defaults.reidentify_delay_s == 5.0  # Discord's IDENTIFY limit, kept in production
     assert defaults.max_ratelimit_wait_s == 30.0

@@ -1,10 +1,11 @@
-"""Settings come from the validated config model (SecretStr) or a dict; secrets stay hidden."""
+"""The adapter's settings are the validated config model (SecretStr); secrets stay hidden."""
 
 from __future__ import annotations
 
 from adapters.telegram import TelegramAdapter, TelegramSettings
 from gateway.config.load import parse_config
 from gateway.registry import create_adapter
+from hermes_common.settings import reveal
 
 
 def test_settings_from_config_model_and_entry_point() -> None:
@@ -17,11 +18,13 @@ def test_settings_from_config_model_and_entry_point() -> None:
             "poll_timeout_s": 10,
             "webhook": {"url": "https://example.invalid/hook", "secret_token": "whsec"}}},
     }, env={})[0]
-    adapter = create_adapter("telegram", config.platforms.telegram)
+    adapter = create_adapter("telegram", config.platforms["telegram"])
     assert isinstance(adapter, TelegramAdapter)
     s = adapter.settings
-    assert (s.token, s.mode, s.base_url, s.webhook.secret_token) == (
+    assert s is config.platforms["telegram"]
+    assert (s.plain_token(), s.mode, s.base_url, reveal(s.webhook.secret_token)) == (
         "111:AAA-secret", "webhook", "http://127.0.0.1:8081/bot", "whsec")
+    assert s.credential() == "111:AAA-secret"
     assert "AAA-secret" not in repr(s) and "whsec" not in repr(s)
     assert adapter.capabilities.dialect == "telegram_html"
     assert adapter.capabilities.length_measure == "utf16"
@@ -30,5 +33,5 @@ def test_settings_from_config_model_and_entry_point() -> None:
 
 
 def test_polling_liveness_window_exceeds_the_poll_timeout() -> None:
-    s = TelegramSettings.from_any({"token": "1:x", "poll_timeout_s": 50})
+    s = TelegramSettings(token="1:x", poll_timeout_s=50)
     assert TelegramAdapter("telegram", s).capabilities.liveness_window_s > 50
