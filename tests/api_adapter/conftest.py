@@ -83,8 +83,11 @@ def joined_content(payloads: list[Any]) -> str:
 
 
 @contextlib.asynccontextmanager
-async def running(settings: dict[str, Any], tmp_path: Path) -> AsyncIterator[Harness]:
-    adapter = create("api", {"host": "127.0.0.1", "port": 0, **settings})
+async def running(
+    settings: dict[str, Any], tmp_path: Path, *, adapter: ApiAdapter | None = None
+) -> AsyncIterator[Harness]:
+    """Start `adapter` (default: one built from `settings` on an ephemeral port)."""
+    adapter = adapter or create("api", {"host": "127.0.0.1", "port": 0, **settings})
     connected = asyncio.Event()
     stop_event = asyncio.Event()
     harness = Harness(adapter=adapter, base_url="")

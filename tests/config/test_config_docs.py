@@ -5,52 +5,31 @@ names a key some model has, each row's default is the model's, and the example i
 from __future__ import annotations
 
 import re
-import typing
 from pathlib import Path
-from typing import Any
 
 import yaml
-from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from gateway.config.load import parse_config
 from gateway.config.models import HermesConfig
 from gateway.ports import PlatformSettings
 from gateway.registry import adapter_spec, available_adapters
+from tests.config.model_keys import leaves
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 COMMON = set(PlatformSettings.model_fields)
+PLATFORMS = ("platforms", "<platform>")
 _ROW = re.compile(r"^\| `([^`]+)` \| ([^|]*) \|", re.M)
-
-
-def _model(ann: Any) -> type[BaseModel] | None:
-    return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
-
-
-def _leaves(model: type[BaseModel], prefix: str) -> dict[str, FieldInfo]:
-    out: dict[str, FieldInfo] = {}
-    for name, field in model.model_fields.items():
-        path = f"{prefix}.{name}" if prefix else name
-        ann = field.annotation
-        args = typing.get_args(ann)
-        if (sub := _model(ann)) is not None:
-            out.update(_leaves(sub, path))
-        elif typing.get_origin(ann) is dict and args and (sub := _model(args[1])) is not None:
-            out.update(_leaves(sub, f"{path}.<name>"))
-        else:
-            out[path] = field
-    return out
 
 
 def model_keys() -> dict[str, FieldInfo]:
     """Every key path of the contract → its field (common platform keys once, generically)."""
-    keys = {k: f for k, f in _leaves(HermesConfig, "").items()
-            if not k.startswith("platforms.")}
-    keys.update(_leaves(PlatformSettings, "platforms.<platform>"))
+    keys = {".".join(k): f for k, f in leaves(HermesConfig).items() if k[0] != "platforms"}
+    keys.update({".".join(k): f for k, f in leaves(PlatformSettings, PLATFORMS).items()})
     for name in available_adapters():
-        for key, field in _leaves(adapter_spec(name).settings, f"platforms.{name}").items():
-            if key.split(".")[2] not in COMMON:
-                keys[key] = field
+        for key, field in leaves(adapter_spec(name).settings, ("platforms", name)).items():
+            if key[2] not in COMMON:
+                keys[".".join(key)] = field
     return keys
 
 
