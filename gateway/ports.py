@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import importlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ __all__ = [
     "RateWindow",
     "SettingsProblem",
     "ToolProgress",
+    "lazy_factory",
 ]
 
 ToolProgress = Literal["off", "new", "all"]
@@ -280,13 +282,15 @@ class AdapterSpec(Generic[S]):
 
     `settings` is the model of its `platforms.<name>` block; the module defining it must
     import without the platform SDK (configuration checks and docs read it). `factory` builds
-    the adapter from validated settings and is where the SDK gets imported.
+    the adapter from validated settings and is where the SDK gets imported (`lazy_factory`).
     """
 
     settings: type[S]
     factory: Callable[[str, S], BasePlatformAdapter]
 
-    def create(self, name: str, settings: S | Mapping[str, Any] | None = None) -> BasePlatformAdapter:
+    def create(
+        self, name: str, settings: S | Mapping[str, Any] | None = None
+    ) -> BasePlatformAdapter:
         """Build the adapter `name` from its settings (a mapping is validated first).
 
         Raises:
@@ -294,3 +298,21 @@ class AdapterSpec(Generic[S]):
             ImportError: the platform SDK is not installed.
         """
         return self.factory(name, self.settings.coerce(settings))
+
+
+def lazy_factory(target: str) -> Callable[[str, Any], BasePlatformAdapter]:
+    """A factory that imports `target` ("package.module:AdapterClass") when first called and
+    builds the adapter with it, so that declaring an `AdapterSpec` imports no platform SDK.
+
+    The factory raises `ImportError` when the module (or its SDK) is missing and `TypeError`
+    when `target` does not build a `BasePlatformAdapter`.
+    """
+    module, _, attr = target.partition(":")
+
+    def factory(name: str, settings: Any) -> BasePlatformAdapter:
+        adapter = getattr(importlib.import_module(module), attr)(name, settings)
+        if not isinstance(adapter, BasePlatformAdapter):
+            raise TypeError(f"{target} built {type(adapter).__name__}, not a BasePlatformAdapter")
+        return adapter
+
+    return factory

@@ -1,43 +1,15 @@
-"""Discord adapter (discord.py): entry point `discord = "adapters.discord:SPEC"`.
+"""Discord adapter (discord.py). Registered as the `hermes.adapters` entry point
+`discord = "adapters.discord:SPEC"`; docs/platforms/discord.md describes setup.
 
-Config: `platforms.discord` (`DiscordSettings`); see docs/platforms/discord.md. Importing this
-package loads only the settings model; discord.py is imported when the adapter is built or one
-of its names below is used.
+This package only declares the adapter (its settings model and a lazy factory), so that
+finding it imports no SDK; the adapter itself is `adapters.discord.adapter.DiscordAdapter`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from adapters.discord.settings import DiscordSettings
-from gateway.ports import AdapterSpec, BasePlatformAdapter
-from hermes_common.lazy import lazy_exports
+from gateway.ports import AdapterSpec, lazy_factory
 
-if TYPE_CHECKING:
-    from adapters.discord.adapter import MAX_MESSAGE_LENGTH, DiscordAdapter
-    from adapters.discord.endpoints import apply_endpoints
+__all__ = ["SPEC", "DiscordSettings"]
 
-__all__ = [
-    "MAX_MESSAGE_LENGTH",
-    "SPEC",
-    "DiscordAdapter",
-    "DiscordSettings",
-    "apply_endpoints",
-    "create",
-]
-
-
-def _build(name: str, settings: DiscordSettings) -> BasePlatformAdapter:
-    from adapters.discord.adapter import DiscordAdapter
-
-    return DiscordAdapter(name, settings)
-
-
-SPEC = AdapterSpec(settings=DiscordSettings, factory=_build)
-create = SPEC.create
-
-__getattr__ = lazy_exports(__name__, {
-    "MAX_MESSAGE_LENGTH": "adapters.discord.adapter",
-    "DiscordAdapter": "adapters.discord.adapter",
-    "apply_endpoints": "adapters.discord.endpoints",
-})
+SPEC = AdapterSpec(DiscordSettings, lazy_factory("adapters.discord.adapter:DiscordAdapter"))

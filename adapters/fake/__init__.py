@@ -19,8 +19,6 @@ __all__ = [
     "FakeSettings",
     "Injected",
     "TurnCompleted",
-    "create",
 ]
 
-SPEC = AdapterSpec(settings=FakeSettings, factory=FakeAdapter)
-create = SPEC.create
+SPEC = AdapterSpec(FakeSettings, FakeAdapter)

@@ -2,48 +2,15 @@
 attachments, streaming edits. Registered as the `hermes.adapters` entry point
 `telegram = "adapters.telegram:SPEC"`.
 
-Importing this package loads only the settings model; python-telegram-bot is imported when the
-adapter is built or one of its names below is used.
+This package only declares the adapter (its settings model and a lazy factory), so that
+finding it imports no SDK; the adapter itself is `adapters.telegram.adapter.TelegramAdapter`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from adapters.telegram.settings import TelegramSettings, WebhookSettings
-from gateway.ports import AdapterSpec, BasePlatformAdapter
-from hermes_common.lazy import lazy_exports
+from gateway.ports import AdapterSpec, lazy_factory
 
-if TYPE_CHECKING:
-    from adapters.telegram.adapter import TelegramAdapter
-    from adapters.telegram.convert import BotIdentity
-    from adapters.telegram.polling import CURSOR_KEY
-    from adapters.telegram.webhook import SECRET_HEADER
+__all__ = ["SPEC", "TelegramSettings", "WebhookSettings"]
 
-__all__ = [
-    "CURSOR_KEY",
-    "SECRET_HEADER",
-    "SPEC",
-    "BotIdentity",
-    "TelegramAdapter",
-    "TelegramSettings",
-    "WebhookSettings",
-    "create",
-]
-
-
-def _build(name: str, settings: TelegramSettings) -> BasePlatformAdapter:
-    from adapters.telegram.adapter import TelegramAdapter
-
-    return TelegramAdapter(name, settings)
-
-
-SPEC = AdapterSpec(settings=TelegramSettings, factory=_build)
-create = SPEC.create
-
-__getattr__ = lazy_exports(__name__, {
-    "TelegramAdapter": "adapters.telegram.adapter",
-    "BotIdentity": "adapters.telegram.convert",
-    "CURSOR_KEY": "adapters.telegram.polling",
-    "SECRET_HEADER": "adapters.telegram.webhook",
-})
+SPEC = AdapterSpec(TelegramSettings, lazy_factory("adapters.telegram.adapter:TelegramAdapter"))

@@ -11,7 +11,8 @@ import aiohttp
 import pytest
 from pydantic import ValidationError
 
-from adapters.api import ApiAdapter, ApiSettings, create
+from adapters.api import SPEC, ApiSettings
+from adapters.api.adapter import ApiAdapter
 from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage
 from gateway.ports import AdapterContext, AdapterError, CursorStore
 
@@ -21,7 +22,7 @@ CHAT = "/v1/chat/completions"
 
 
 def test_settings_accept_the_model_a_dict_and_a_comma_string() -> None:
-    from_model = create("api", ApiSettings(api_keys=["a", "b"], port=0)).settings
+    from_model = SPEC.create("api", ApiSettings(api_keys=["a", "b"], port=0)).settings
     assert from_model.keys() == ("a", "b") and from_model.port == 0
     assert ApiSettings.coerce({"api_keys": " a , b,,"}).keys() == ("a", "b")
     assert ApiSettings.coerce(None).keys() == ()
@@ -31,7 +32,7 @@ def test_settings_accept_the_model_a_dict_and_a_comma_string() -> None:
 
 
 def test_capabilities() -> None:
-    caps = create("api", {}).capabilities
+    caps = SPEC.create("api", {}).capabilities
     assert caps.edit and caps.trusted_auth
     assert not (caps.typing or caps.media or caps.threads)
     assert caps.max_length >= 1_000_000 and caps.dialect == "markdown"
@@ -93,7 +94,7 @@ async def test_port_in_use_raises_adapter_error(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        adapter = create("api", {"port": port, "api_keys": [KEY]})
+        adapter = SPEC.create("api", {"port": port, "api_keys": [KEY]})
         ctx = AdapterContext(
             name="api",
             emit=_refuse,

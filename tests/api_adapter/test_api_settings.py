@@ -7,7 +7,7 @@ from pathlib import Path
 
 import aiohttp
 
-from adapters.api import ApiAdapter
+from adapters.api.adapter import ApiAdapter
 from gateway.config.load import load_config
 from gateway.registry import create_adapter
 

@@ -11,7 +11,8 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 from pydantic import ValidationError
 
-from adapters.discord import DiscordSettings, apply_endpoints, create
+from adapters.discord import SPEC, DiscordSettings
+from adapters.discord.endpoints import apply_endpoints
 from gateway.events import OutboundMessage
 from gateway.ports import AdapterAuthError
 from tests.adapters_contract.harness_discord import DiscordHarness
@@ -55,7 +56,7 @@ async def test_outbound_keeps_working_after_a_drop(discord_h: DiscordHarness) ->
 
 async def test_refused_token_is_an_auth_error(tmp_path: Path) -> None:
     async with DiscordHarness(tmp_path) as h:
-        h.adapter = create("discord", h.fake.settings(token="wrong-token"))
+        h.adapter = SPEC.create("discord", h.fake.settings(token="wrong-token"))
         with pytest.raises(AdapterAuthError) as info:
             await h.start()
         assert "wrong-token" not in str(info.value)
@@ -64,7 +65,7 @@ async def test_refused_token_is_an_auth_error(tmp_path: Path) -> None:
 
 
 async def test_missing_token_is_an_auth_error(tmp_path: Path) -> None:
-    adapter = create("discord", {"api_base_url": "http://127.0.0.1:9/api/v10"})
+    adapter = SPEC.create("discord", {"api_base_url": "http://127.0.0.1:9/api/v10"})
     async with DiscordHarness(tmp_path) as h:
         with pytest.raises(AdapterAuthError):
             await adapter.start(h.context())
@@ -137,7 +138,7 @@ def test_settings_model_redacts_the_token() -> None:
     assert defaults.api_base_url == "https://discord.com/api/v10"
     assert defaults.reidentify_delay_s == 5.0  # Discord's IDENTIFY limit, kept in production
     assert defaults.max_ratelimit_wait_s == 30.0
-    adapter = create("discord", model)
+    adapter = SPEC.create("discord", model)
     assert adapter.capabilities.max_length == 2000
     assert adapter.capabilities.dialect == "discord"
     assert adapter.capabilities.liveness_window_s > 41.25  # above the heartbeat interval
@@ -159,7 +160,7 @@ def test_overlapping_overrides_restore_the_originals_last() -> None:
 async def test_invalidated_session_identifies_again(tmp_path: Path) -> None:
     async with DiscordHarness(tmp_path) as h:
         # the production pause (5 s, Discord's IDENTIFY limit) is shortened for the test
-        h.adapter = create("discord", h.fake.settings(guild_ready_timeout_s=0.05,
+        h.adapter = SPEC.create("discord", h.fake.settings(guild_ready_timeout_s=0.05,
                                                       reidentify_delay_s=0.05))
         await h.start()
         await _invalidate_and_recover(h)

@@ -25,7 +25,7 @@ def entry_point_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "[hermes.adapters]\n"
         "fake_ep = adapters.fake:SPEC\n"
         "broken_ep = hermes_module_that_does_not_exist:SPEC\n"
-        "not_a_spec = adapters.fake:create\n"
+        "not_a_spec = adapters.fake:FakeAdapter\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path

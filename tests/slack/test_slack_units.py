@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from adapters.slack import SlackAdapter, SlackSettings
+from adapters.slack import SlackSettings
+from adapters.slack.adapter import SlackAdapter
 from adapters.slack.normalize import BotIdentity, chat_type_for, clean_text, normalize
 from adapters.slack.transport import ChatOrder
 from gateway.events import ChatType

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from adapters.telegram import TelegramAdapter
+from adapters.telegram.adapter import TelegramAdapter
 from gateway.events import ChatType, OutboundMessage
 from gateway.ports import Identity
 from tests.telegram.fake_bot_api import BOT_USER, USER, FakeBotApi

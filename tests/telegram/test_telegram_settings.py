@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.telegram import TelegramAdapter, TelegramSettings
+from adapters.telegram import TelegramSettings
+from adapters.telegram.adapter import TelegramAdapter
 from gateway.config.load import load_config, parse_config
 from gateway.ports import AdapterError
 from gateway.registry import create_adapter
