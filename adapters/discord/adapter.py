@@ -109,9 +109,12 @@ class DiscordAdapter(BasePlatformAdapter):
         queue: asyncio.Queue[discord.Message] = asyncio.Queue()
         catch_up: set[asyncio.Task[int]] = set()
 
-        def on_ready() -> None:
-            if client.user is not None:
+        def on_connected() -> None:
+            if client.user is not None:  # known from READY on: before the gateway is told
                 self.identity = Identity(id=str(client.user.id), username=client.user.name)
+            ctx.connected()
+
+        def on_ready() -> None:
             task = asyncio.create_task(
                 backfill(client, seen, queue.put_nowait, logger=ctx.logger),
                 name=f"{self.name}:backfill",
@@ -120,7 +123,7 @@ class DiscordAdapter(BasePlatformAdapter):
             task.add_done_callback(catch_up.discard)
 
         client = build_client(
-            self.settings, messages=queue, progress=ctx.progress, connected=ctx.connected,
+            self.settings, messages=queue, progress=ctx.progress, connected=on_connected,
             ready=on_ready,
         )
         self._client = client
