@@ -13,17 +13,19 @@ SDK, so configuration checks stay fast) and a factory that imports the SDK only 
 from __future__ import annotations
 
 import abc
-import asyncio
 import importlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import Field
 
 from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage, SendResult
 from hermes_common.settings import IdList, SettingsModel, secret_values
+
+if TYPE_CHECKING:  # asyncio only names a type here; configuration checks import this module
+    import asyncio
 
 __all__ = [
     "AdapterAuthError",

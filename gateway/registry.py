@@ -10,6 +10,8 @@ SDK is imported when `create_adapter` builds the adapter.
 from __future__ import annotations
 
 import difflib
+import functools
+import sys
 from collections.abc import Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -68,6 +70,13 @@ def unregister(name: str) -> None:
 
 
 def _entry_points() -> dict[str, EntryPoint]:
+    return _scan(tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=4)
+def _scan(_search_path: tuple[str, ...]) -> dict[str, EntryPoint]:
+    """The group's entry points; scanning the installed distributions is slow (about 10 ms),
+    so it is done once per module search path (which is what decides what is installed)."""
     found: dict[str, EntryPoint] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in found and found[ep.name].value != ep.value:
