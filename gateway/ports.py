@@ -120,7 +120,8 @@ class BudgetSpec:
 class RateProfile:
     """A platform's outbound limits for one chat: `per_chat`, unless `by_chat_type` has an
     entry for the chat's type ("dm", "group", "channel", "thread"). Sends, edits, typing and
-    deletes of one chat all draw on that chat's budget (`gateway.ratelimit`)."""
+    deletes of one chat all draw on that chat's budget (`gateway.ratelimit`). The budgets are
+    per chat only: no limit across all chats of a platform is enforced."""
 
     per_chat: BudgetSpec = BudgetSpec((RateWindow(1, 1.0),))
     by_chat_type: tuple[tuple[str, BudgetSpec], ...] = ()
@@ -166,7 +167,7 @@ class Capabilities:
     max_length: int = 4000
     length_measure: Literal["chars", "utf16"] = "chars"
     #: The markup replies are converted to: a dialect name of `hermes_common.text`
-    #: (`DIALECTS`); the gateway passes it through without looking at it.
+    #: (`DIALECT_NAMES`); the gateway passes it through without looking at it.
     dialect: str = "markdown"
     rate_profile: RateProfile = RateProfile()
     #: Seconds without progress after which the supervisor restarts the adapter (0 = never).
