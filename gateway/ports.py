@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from pydantic import Field
 
 from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage, SendResult
-from hermes_common.settings import IdList, SettingsModel, secret_values
+from hermes_common.settings import IdList, OptSecret, SettingsModel, reveal, secret_values
 
 if TYPE_CHECKING:  # asyncio only names a type here; configuration checks import this module
     import asyncio
@@ -42,6 +42,7 @@ __all__ = [
     "RateProfile",
     "RateWindow",
     "SettingsProblem",
+    "TokenSettings",
     "ToolProgress",
     "lazy_factory",
 ]
@@ -95,6 +96,27 @@ class PlatformSettings(SettingsModel):
     def secrets(self) -> list[str]:
         """Every configured secret value of the block (registered for log redaction)."""
         return secret_values(self)
+
+
+class TokenSettings(PlatformSettings):
+    """A platform account reached with one bot token, `token`: required when the platform is
+    enabled, and the credential only one gateway per machine may use."""
+
+    token: OptSecret = None
+    """Bot token (required when enabled)."""
+
+    def plain_token(self) -> str:
+        """The bot token ("" when unset)."""
+        return (reveal(self.token) or "").strip()
+
+    def credential(self) -> str | None:
+        return self.plain_token() or None
+
+    def problems(self) -> list[SettingsProblem]:
+        out = super().problems()
+        if self.enabled and self.token is None:
+            out.append(SettingsProblem("token", "required when the platform is enabled"))
+        return out
 
 
 @dataclass(frozen=True, slots=True)

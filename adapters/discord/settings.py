@@ -9,8 +9,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from gateway.ports import PlatformSettings, SettingsProblem
-from hermes_common.settings import OptSecret, reveal
+from gateway.ports import TokenSettings
 
 __all__ = ["DEFAULT_API_BASE_URL", "DiscordSettings"]
 
@@ -21,11 +20,8 @@ def _no_trailing_slash(url: str) -> str:
     return url.strip().rstrip("/") or DEFAULT_API_BASE_URL
 
 
-class DiscordSettings(PlatformSettings):
-    """One Discord bot. discord.py owns the gateway session (heartbeats, RESUME)."""
-
-    token: OptSecret = None
-    """Bot token (required when enabled)."""
+class DiscordSettings(TokenSettings):
+    """One Discord bot (`token`). discord.py owns the gateway session (heartbeats, RESUME)."""
     api_base_url: Annotated[str, AfterValidator(_no_trailing_slash)] = DEFAULT_API_BASE_URL
     """REST API base URL."""
     gateway_url: str | None = None
@@ -44,15 +40,3 @@ class DiscordSettings(PlatformSettings):
     """Pause before a new IDENTIFY after the session was invalidated (Discord allows one per
     5 s)."""
 
-    def plain_token(self) -> str:
-        """The bot token ("" when unset)."""
-        return (reveal(self.token) or "").strip()
-
-    def credential(self) -> str | None:
-        return self.plain_token() or None
-
-    def problems(self) -> list[SettingsProblem]:
-        out = super().problems()
-        if self.enabled and self.token is None:
-            out.append(SettingsProblem("token", "required when the platform is enabled"))
-        return out

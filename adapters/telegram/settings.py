@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from gateway.ports import PlatformSettings, SettingsProblem
-from hermes_common.settings import OptSecret, SettingsModel, reveal
+from gateway.ports import SettingsProblem, TokenSettings
+from hermes_common.settings import OptSecret, SettingsModel
 
 __all__ = ["TelegramSettings", "WebhookSettings"]
 
@@ -35,14 +35,10 @@ class WebhookSettings(SettingsModel):
     webhook mode)."""
 
 
-class TelegramSettings(PlatformSettings):
-    """One Telegram bot (DESIGN.md §5) plus tuning knobs with safe defaults.
-
-    `base_url` / `base_file_url` get the token appended, as on the real Bot API.
+class TelegramSettings(TokenSettings):
+    """One Telegram bot (DESIGN.md §5; `token` from @BotFather) plus tuning knobs with safe
+    defaults. `base_url` / `base_file_url` get the token appended, as on the real Bot API.
     """
-
-    token: OptSecret = None
-    """Bot token from @BotFather (required when enabled)."""
     base_url: str = "https://api.telegram.org/bot"
     """Bot API base (self-hosted Bot API server, proxies, tests)."""
     base_file_url: str = "https://api.telegram.org/file/bot"
@@ -65,20 +61,9 @@ class TelegramSettings(PlatformSettings):
     request_timeout_s: float = Field(default=20.0, gt=0)
     """Timeout of one Bot API request (besides the long poll)."""
 
-    def plain_token(self) -> str:
-        """The bot token ("" when unset)."""
-        return (reveal(self.token) or "").strip()
-
-    def credential(self) -> str | None:
-        return self.plain_token() or None
-
     def problems(self) -> list[SettingsProblem]:
         out = super().problems()
-        if not self.enabled:
-            return out
-        if self.token is None:
-            out.append(SettingsProblem("token", "required when the platform is enabled"))
-        if self.mode == "webhook":
+        if self.enabled and self.mode == "webhook":
             if not self.webhook.url:
                 out.append(SettingsProblem("webhook.url", "required in webhook mode"))
             if self.webhook.secret_token is None:
