@@ -75,6 +75,22 @@ def test_documented_defaults_are_the_models() -> None:
     assert wrong == {}
 
 
+def test_adapter_defaults_of_the_shared_keys_are_documented() -> None:
+    """An adapter that changes the default of a key every platform has says so in that row:
+    `true` (`false` for `api`)."""
+    rows = doc_rows()
+    missing = []
+    for name in available_adapters():
+        model = adapter_spec(name).settings
+        for key in COMMON:
+            value = model.model_fields[key].get_default(call_default_factory=True)
+            if value != PlatformSettings.model_fields[key].get_default(call_default_factory=True):
+                shown = str(value).lower() if isinstance(value, bool) else str(value)
+                if f"`{shown}` for `{name}`" not in rows[f"platforms.<platform>.{key}"]:
+                    missing.append(f"{name}.{key}")
+    assert missing == []
+
+
 def test_documented_example_is_valid() -> None:
     text = DOC.read_text(encoding="utf-8")
     block = re.search(r"## A complete example\s+```yaml\n(.*?)```", text, re.S)
