@@ -132,7 +132,8 @@ class DiscordAdapter(BasePlatformAdapter):
             log=self._log, logger=ctx.logger,
         )
         tasks = {
-            asyncio.create_task(client.start(self.settings.plain_token()), name=f"{self.name}:client"),
+            asyncio.create_task(client.start(self.settings.plain_token()),
+                                name=f"{self.name}:client"),
             asyncio.create_task(
                 self._consume(queue, inbound, seen, ctx), name=f"{self.name}:inbound"
             ),

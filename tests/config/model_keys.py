@@ -15,7 +15,9 @@ def _model(ann: Any) -> type[BaseModel] | None:
     return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
 
 
-def leaves(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], FieldInfo]:
+def leaves(
+    model: type[BaseModel], prefix: tuple[str, ...] = ()
+) -> dict[tuple[str, ...], FieldInfo]:
     """Key path → field for every leaf of `model`; nested models are walked, and a mapping of
     models (`providers: {name: …}`) appears as `<name>`."""
     out: dict[tuple[str, ...], FieldInfo] = {}

@@ -71,7 +71,8 @@ def test_every_documented_key_exists_in_a_model() -> None:
 
 def test_documented_defaults_are_the_models() -> None:
     rows, keys = doc_rows(), model_keys()
-    wrong = {k: rows[k] for k in keys.keys() & rows.keys() if not _default_matches(rows[k], keys[k])}
+    wrong = {k: rows[k] for k in keys.keys() & rows.keys()
+             if not _default_matches(rows[k], keys[k])}
     assert wrong == {}
 
 

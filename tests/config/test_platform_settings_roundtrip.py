@@ -106,7 +106,8 @@ def _has(block: Mapping[str, Any], path: tuple[str, ...]) -> bool:
 def config_home(tmp_path: Path) -> Path:
     home = tmp_path / "profile"
     home.mkdir()
-    (home / "config.yaml").write_text(yaml.safe_dump({"platforms": VALUES}, sort_keys=False), encoding="utf-8")
+    (home / "config.yaml").write_text(yaml.safe_dump({"platforms": VALUES}, sort_keys=False),
+                                      encoding="utf-8")
     return home
 
 
