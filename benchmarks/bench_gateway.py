@@ -50,7 +50,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gateway.events import ChatType, MessageEvent, OutboundMessage, SendResult, UserRef  # noqa: E402
-from gateway.ports import AdapterContext, BasePlatformAdapter, Capabilities  # noqa: E402
+from gateway.ports import (  # noqa: E402
+    AdapterContext,
+    BasePlatformAdapter,
+    BudgetSpec,
+    Capabilities,
+    RateProfile,
+)
 
 # -- the fake model in its own process -------------------------------------------------------
 
@@ -124,8 +130,8 @@ class ModelProcess:
 class BenchAdapter(BasePlatformAdapter):
     """Connects at once; `send`/`edit` record when a chat's expected final text appears."""
 
-    capabilities = Capabilities(edit=True, typing=False, max_length=4096, rate_profile="fake",
-                                trusted_auth=True)
+    capabilities = Capabilities(edit=True, typing=False, max_length=4096, trusted_auth=True,
+                                rate_profile=RateProfile(per_chat=BudgetSpec(())))  # unlimited
 
     def __init__(self) -> None:
         self.name = "bench"

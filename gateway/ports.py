@@ -1,35 +1,166 @@
 """The contract between the gateway and a platform adapter.
 
 An adapter implements `BasePlatformAdapter`: a small required core (`start`, `stop`, `send`)
-and optional capabilities it declares in `Capabilities`. The gateway never branches on a
-platform name; it reads capabilities. Adapters are found through the `hermes.adapters`
-entry-point group: each entry point names a factory `(name, settings) -> adapter`.
+and optional capabilities it declares in `Capabilities` (markup dialect, limits, rate profile,
+typing, …). The gateway never branches on a platform name; it reads capabilities, the common
+keys of the adapter's settings (`PlatformSettings`) and its `identity`.
+
+Adapters are found through the `hermes.adapters` entry-point group: each entry point names an
+`AdapterSpec`, which carries the adapter's settings model (importable without the platform
+SDK, so configuration checks stay fast) and a factory that imports the SDK only when called.
 """
 
 from __future__ import annotations
 
 import abc
-import asyncio
-from collections.abc import Awaitable, Callable
+import importlib
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from pydantic import Field
 
 from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage, SendResult
+from hermes_common.settings import IdList, OptSecret, SettingsModel, reveal, secret_values
+
+if TYPE_CHECKING:  # asyncio only names a type here; configuration checks import this module
+    import asyncio
 
 __all__ = [
     "AdapterAuthError",
     "AdapterContext",
     "AdapterError",
     "AdapterFatalError",
+    "AdapterSpec",
     "BasePlatformAdapter",
+    "BudgetSpec",
     "Capabilities",
     "CursorStore",
+    "Identity",
+    "PlatformSettings",
+    "RateProfile",
+    "RateWindow",
+    "SettingsProblem",
+    "TokenSettings",
+    "ToolProgress",
+    "lazy_factory",
 ]
 
-Dialect = Literal[
-    "markdown", "telegram_html", "telegram_markdown_v2", "slack_mrkdwn", "discord", "plain"
-]
+ToolProgress = Literal["off", "new", "all"]
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsProblem:
+    """A rule a platform block breaks: `key` is relative to the block (`token`, `webhook.url`)."""
+
+    key: str
+    message: str
+
+
+class PlatformSettings(SettingsModel):
+    """The keys every `platforms.<name>` block has; each adapter's settings model extends it.
+
+    The model is the one schema of its block: `hermes config check` and `hermes gateway run`
+    validate the block with it and the adapter reads its values from it. Unknown keys are
+    errors. Secrets are `SecretStr` fields and never appear in `repr()`.
+    """
+
+    enabled: bool = False
+    """Start this adapter."""
+    allowed_users: IdList = Field(default_factory=list)
+    """Platform user ids allowed to talk to the bot (in addition to `gateway.allowed_users`)."""
+    allow_all: bool = False
+    """Explicitly open the platform to every user (otherwise unknown DM users get pairing)."""
+    require_mention: bool = True
+    """In groups, only messages that mention or reply to the bot reach the agent."""
+    tool_progress: ToolProgress | None = None
+    """Overrides `gateway.tool_progress` for this platform."""
+
+    def credential(self) -> str | None:
+        """The secret that identifies the platform account (a bot token), or None when the
+        platform has none. One gateway per machine may use it: the runner holds a lock named
+        by its hash. Adapters with such a credential override this."""
+        return None
+
+    def problems(self) -> list[SettingsProblem]:
+        """Rules across keys (e.g. a token required when enabled); empty when usable.
+        Subclasses extend the list of their base. Must not raise."""
+        if self.enabled and "*" in self.allowed_users and not self.allow_all:
+            return [SettingsProblem(
+                "allowed_users",
+                "contains '*' (everyone) but allow_all is not true; set allow_all: true "
+                "if that is intended")]
+        return []
+
+    def secrets(self) -> list[str]:
+        """Every configured secret value of the block (registered for log redaction)."""
+        return secret_values(self)
+
+
+class TokenSettings(PlatformSettings):
+    """A platform account reached with one bot token, `token`: required when the platform is
+    enabled, and the credential only one gateway per machine may use."""
+
+    token: OptSecret = None
+    """Bot token (required when enabled)."""
+
+    def plain_token(self) -> str:
+        """The bot token ("" when unset)."""
+        return (reveal(self.token) or "").strip()
+
+    def credential(self) -> str | None:
+        return self.plain_token() or None
+
+    def problems(self) -> list[SettingsProblem]:
+        out = super().problems()
+        if self.enabled and self.token is None:
+            out.append(SettingsProblem("token", "required when the platform is enabled"))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class RateWindow:
+    """At most `limit` calls per `period_s` seconds (a token bucket of that capacity)."""
+
+    limit: int
+    period_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetSpec:
+    """The limits of one chat. `cosmetic_reserve` is the share of each bucket kept for
+    non-cosmetic calls; `cosmetic_quiet_s` is how long cosmetic traffic stays off after a
+    server throttle ends. No windows = unlimited."""
+
+    windows: tuple[RateWindow, ...] = ()
+    cosmetic_reserve: float = 0.2
+    cosmetic_quiet_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class RateProfile:
+    """A platform's outbound limits for one chat: `per_chat`, unless `by_chat_type` has an
+    entry for the chat's type ("dm", "group", "channel", "thread"). Sends, edits, typing and
+    deletes of one chat all draw on that chat's budget (`gateway.ratelimit`). The budgets are
+    per chat only: no limit across all chats of a platform is enforced."""
+
+    per_chat: BudgetSpec = BudgetSpec((RateWindow(1, 1.0),))
+    by_chat_type: tuple[tuple[str, BudgetSpec], ...] = ()
+
+    def spec_for(self, chat_type: str) -> BudgetSpec:
+        for kind, spec in self.by_chat_type:
+            if kind == chat_type:
+                return spec
+        return self.per_chat
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who the bot is on its platform, known once connected."""
+
+    id: str
+    username: str | None = None
 
 
 class AdapterError(Exception):
@@ -57,8 +188,10 @@ class Capabilities:
     delete: bool = False
     max_length: int = 4000
     length_measure: Literal["chars", "utf16"] = "chars"
-    dialect: Dialect = "markdown"
-    rate_profile: str = "default"
+    #: The markup replies are converted to: a dialect name of `hermes_common.text`
+    #: (`DIALECT_NAMES`); the gateway passes it through without looking at it.
+    dialect: str = "markdown"
+    rate_profile: RateProfile = RateProfile()
     #: Seconds without progress after which the supervisor restarts the adapter (0 = never).
     liveness_window_s: float = 0.0
     #: The adapter authenticates its users itself (e.g. the HTTP API's bearer keys), so the
@@ -111,6 +244,18 @@ class BasePlatformAdapter(abc.ABC):
 
     name: str = "base"
     capabilities: Capabilities = Capabilities()
+    #: The validated `platforms.<name>` block (the adapter's own model).
+    settings: PlatformSettings = PlatformSettings()
+    #: How replies render on this platform, for the system prompt ("" = nothing to add).
+    format_hint: str = ""
+    #: Who the bot is; set by the adapter once connected (None before, or for a platform
+    #: without a bot account).
+    identity: Identity | None = None
+
+    @property
+    def bot_username(self) -> str | None:
+        """The bot's @name once connected (commands addressed to other bots are not ours)."""
+        return self.identity.username if self.identity is not None else None
 
     @abc.abstractmethod
     async def start(self, ctx: AdapterContext) -> None: ...
@@ -151,3 +296,48 @@ class BasePlatformAdapter(abc.ABC):
 
     def commands_menu(self, commands: list[tuple[str, str]]) -> None:  # noqa: B027 - optional
         """Receive the command registry's (name, help) pairs, e.g. for a bot menu."""
+
+
+S = TypeVar("S", bound=PlatformSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterSpec(Generic[S]):
+    """What an adapter package declares through its `hermes.adapters` entry point.
+
+    `settings` is the model of its `platforms.<name>` block; the module defining it must
+    import without the platform SDK (configuration checks and docs read it). `factory` builds
+    the adapter from validated settings and is where the SDK gets imported (`lazy_factory`).
+    """
+
+    settings: type[S]
+    factory: Callable[[str, S], BasePlatformAdapter]
+
+    def create(
+        self, name: str, settings: S | Mapping[str, Any] | None = None
+    ) -> BasePlatformAdapter:
+        """Build the adapter `name` from its settings (a mapping is validated first).
+
+        Raises:
+            pydantic.ValidationError: invalid settings.
+            ImportError: the platform SDK is not installed.
+        """
+        return self.factory(name, self.settings.coerce(settings))
+
+
+def lazy_factory(target: str) -> Callable[[str, Any], BasePlatformAdapter]:
+    """A factory that imports `target` ("package.module:AdapterClass") when first called and
+    builds the adapter with it, so that declaring an `AdapterSpec` imports no platform SDK.
+
+    The factory raises `ImportError` when the module (or its SDK) is missing and `TypeError`
+    when `target` does not build a `BasePlatformAdapter`.
+    """
+    module, _, attr = target.partition(":")
+
+    def factory(name: str, settings: Any) -> BasePlatformAdapter:
+        adapter = getattr(importlib.import_module(module), attr)(name, settings)
+        if not isinstance(adapter, BasePlatformAdapter):
+            raise TypeError(f"{target} built {type(adapter).__name__}, not a BasePlatformAdapter")
+        return adapter
+
+    return factory

@@ -7,7 +7,8 @@ chat is not throttled or recovering from a throttle, and a reserve of tokens sta
 messages. Nothing sleeps for minutes inline: a wait longer than the caller's bound raises
 `Deferred(until)` so the caller can keep the final in its durable outbox.
 
-Limits are data (`DEFAULT_SPECS`), looked up by platform and chat type. All time comes from an
+Limits are data: each adapter declares a `RateProfile` (per chat type) in its capabilities, and
+the budgets look the spec up by that profile and the chat type. All time comes from an
 injectable `Clock`, so tests drive budgets without real sleeping.
 """
 
@@ -25,10 +26,13 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Protocol
 
+from gateway.ports import BudgetSpec, RateProfile, RateWindow
+
 __all__ = [
     "Kind",
     "COSMETIC",
     "RateWindow",
+    "RateProfile",
     "BudgetSpec",
     "DEFAULT_SPECS",
     "Clock",
@@ -57,38 +61,13 @@ _PRIORITY: Mapping[Kind, int] = MappingProxyType(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RateWindow:
-    """At most `limit` calls per `period_s` seconds (a token bucket of that capacity)."""
-
-    limit: int
-    period_s: float
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetSpec:
-    """The limits of one chat. `cosmetic_reserve` is the share of each bucket kept for
-    non-cosmetic calls; `cosmetic_quiet_s` is how long cosmetic traffic stays off after a
-    server throttle ends."""
-
-    windows: tuple[RateWindow, ...] = ()
-    cosmetic_reserve: float = 0.2
-    cosmetic_quiet_s: float = 60.0
-
-
 _ONE_PER_S = (RateWindow(1, 1.0),)
 
 DEFAULT_SPECS: Mapping[str, Mapping[str, BudgetSpec]] = MappingProxyType({
-    "telegram": MappingProxyType({
-        "dm": BudgetSpec(_ONE_PER_S),
-        "*": BudgetSpec((RateWindow(1, 1.0), RateWindow(20, 60.0))),
-    }),
-    "slack": MappingProxyType({"*": BudgetSpec(_ONE_PER_S)}),
-    "discord": MappingProxyType({"*": BudgetSpec((RateWindow(5, 5.0),))}),
-    "api": MappingProxyType({"*": BudgetSpec(())}),
-    "fake": MappingProxyType({"*": BudgetSpec(())}),
     "*": MappingProxyType({"*": BudgetSpec(_ONE_PER_S)}),
 })
+"""Specs of profiles given by name (chat type → spec, "*" = any); adapters declare a
+`RateProfile` in their capabilities instead."""
 
 
 class Clock(Protocol):
@@ -339,8 +318,8 @@ class ChatRateBudget:
 
 
 class RateBudgets:
-    """Registry of chat budgets: one per (platform, chat key), created on first use with the
-    spec for (platform, chat type), and evicted once idle for `idle_ttl_s` so memory stays
+    """Registry of chat budgets: one per (rate profile, chat key), created on first use with
+    the spec for (profile, chat type), and evicted once idle for `idle_ttl_s` so memory stays
     bounded by the number of recently active chats."""
 
     def __init__(self, specs: Mapping[str, Mapping[str, BudgetSpec]] = DEFAULT_SPECS, *,
@@ -350,22 +329,27 @@ class RateBudgets:
         self._clock: Clock = clock or MonotonicClock()
         self._ttl = idle_ttl_s
         self._max_wait = max_wait_s
-        self._budgets: OrderedDict[tuple[str, str], ChatRateBudget] = OrderedDict()
+        self._budgets: OrderedDict[tuple[RateProfile | str, str], ChatRateBudget] = OrderedDict()
         self._last_sweep = self._clock.now()
         self._closed = False
 
-    def spec_for(self, platform: str, chat_type: str) -> BudgetSpec:
-        """The spec for a platform and chat type ("dm", "group", "channel", "thread"),
-        falling back to the platform's "*" entry, then to the global "*" entry."""
-        per = self._specs.get(platform) or self._specs.get("*") or {}
+    def spec_for(self, profile: RateProfile | str, chat_type: str) -> BudgetSpec:
+        """The spec for a rate profile and chat type ("dm", "group", "channel", "thread").
+        A profile given by name is looked up in the registry's specs, falling back to its
+        "*" entry, then to the global "*" entry."""
+        if isinstance(profile, RateProfile):
+            return profile.spec_for(chat_type)
+        per = self._specs.get(profile) or self._specs.get("*") or {}
         spec = per.get(chat_type) or per.get("*")
         if spec is None:
             spec = (self._specs.get("*") or {}).get("*", BudgetSpec(_ONE_PER_S))
         return spec
 
-    def for_chat(self, platform: str, chat_key: str, chat_type: str = "dm") -> ChatRateBudget:
-        """The budget of one chat, created if needed. `chat_key` is what the platform limits
-        (Telegram: chat id, topics share it; Discord: channel or thread id).
+    def for_chat(self, profile: RateProfile | str, chat_key: str,
+                 chat_type: str = "dm") -> ChatRateBudget:
+        """The budget of one chat, created if needed. `profile` is the adapter's declared
+        `RateProfile` (or a name of the registry's specs); `chat_key` is what the platform
+        limits (e.g. the chat id, which a chat's topics share).
 
         Raises:
             BudgetClosed: the registry was closed.
@@ -373,21 +357,21 @@ class RateBudgets:
         if self._closed:
             raise BudgetClosed("rate budgets closed")
         self.sweep()
-        key = (platform, str(chat_key))
+        key = (profile, str(chat_key))
         budget = self._budgets.get(key)
         if budget is None:
-            budget = ChatRateBudget(self.spec_for(platform, chat_type), clock=self._clock,
+            budget = ChatRateBudget(self.spec_for(profile, chat_type), clock=self._clock,
                                     max_wait_s=self._max_wait)
             self._budgets[key] = budget
         else:
             self._budgets.move_to_end(key)
         return budget
 
-    def throttle(self, platform: str, chat_key: str, retry_after: float,
+    def throttle(self, profile: RateProfile | str, chat_key: str, retry_after: float,
                  chat_type: str = "dm") -> None:
         """Feed a platform `retry_after` to that chat's budget. Must not raise."""
         if not self._closed:
-            self.for_chat(platform, chat_key, chat_type).throttle(retry_after)
+            self.for_chat(profile, chat_key, chat_type).throttle(retry_after)
 
     def __len__(self) -> int:
         return len(self._budgets)

@@ -16,7 +16,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
@@ -90,13 +90,6 @@ class _StoreCursors(CursorStore):
 
     async def set(self, name: str, value: str) -> None:
         await self._store.set_cursor(self._prefix + name, value)
-
-
-def _secret(value: Any) -> str | None:
-    if value is None:
-        return None
-    get = getattr(value, "get_secret_value", None)
-    return str(get() if get else value) or None
 
 
 class GatewayRunner:
@@ -231,12 +224,11 @@ class GatewayRunner:
 
         self._locks.append(await asyncio.to_thread(instance.acquire, self.paths.root,
                                                    replace=self._replace))
-        for name in self.config.platforms.enabled():
-            block = self.config.platforms.builtin().get(name)
-            token = _secret(getattr(block, "token", None) or getattr(block, "bot_token", None))
-            if token:
+        for name, settings in self.config.platforms.enabled_blocks().items():
+            credential = settings.credential()
+            if credential:
                 try:
-                    self._locks.append(instance.acquire_token_lock(name, token))
+                    self._locks.append(instance.acquire_token_lock(name, credential))
                 except instance.TokenInUse as exc:
                     raise ConfigurationError(str(exc)) from exc
 
@@ -296,31 +288,29 @@ class GatewayRunner:
         if self._given_adapters is not None:
             self.adapters = dict(self._given_adapters)
             return
-        platforms = self.config.platforms
-        for name in platforms.enabled():
-            settings = platforms.builtin().get(name) or platforms.plugin_blocks().get(name)
-            open_to_all = "*" in [str(u) for u in getattr(settings, "allowed_users", [])]
-            if open_to_all and not getattr(settings, "allow_all", False):
-                raise ConfigurationError(
-                    f"platforms.{name}: allowed_users contains '*' (everyone) but allow_all is "
-                    "not true; set platforms.{name}.allow_all: true if that is intended")
+        for name, settings in self.config.platforms.enabled_blocks().items():
             try:
                 self.adapters[name] = create_adapter(name, settings)
             except Exception as exc:
                 raise ConfigurationError(f"platforms.{name}: {exc}") from exc
 
     def _policy(self) -> AccessPolicy:
-        builtin = self.config.platforms.builtin()
-        per = {n: frozenset(str(u) for u in getattr(b, "allowed_users", [])) for n, b in
-               builtin.items()}
-        allow_all = {n: bool(getattr(b, "allow_all", False)) for n, b in builtin.items()}
-        return AccessPolicy(per_platform=per, allow_all=allow_all,
+        settings = {n: a.settings for n, a in self.adapters.items()}
+        return AccessPolicy(per_platform={n: frozenset(s.allowed_users) for n, s in
+                                          settings.items()},
+                            allow_all={n: s.allow_all for n, s in settings.items()},
                             global_allowed=frozenset(str(u) for u in
                                                      self.config.gateway.allowed_users))
 
-    def _platform_setting(self, platform: str, attr: str, default: Any) -> Any:
-        block = self.config.platforms.builtin().get(platform)
-        value = getattr(block, attr, None) if block is not None else None
+    def _platform_setting(self, platform: str,
+                          attr: Literal["tool_progress", "require_mention"], default: Any) -> Any:
+        """A running adapter's `tool_progress` / `require_mention` (its settings model's
+        value; `default` when it has no adapter or leaves the key unset)."""
+        adapter = self.adapters.get(platform)
+        if adapter is None:
+            return default
+        s = adapter.settings
+        value = s.tool_progress if attr == "tool_progress" else s.require_mention
         return default if value is None else value
 
     def _build_services(self) -> None:
@@ -338,7 +328,7 @@ class GatewayRunner:
             reset=ResetPolicy(mode=gw.session_reset.mode,
                               idle_minutes=gw.session_reset.idle_minutes,
                               daily_hour=gw.session_reset.daily_hour),
-            format_hint=lambda p: getattr(self.adapters.get(p), "format_hint", ""),
+            format_hint=lambda p: a.format_hint if (a := self.adapters.get(p)) else "",
             settings=TurnSettings(
                 tool_progress=lambda p: self._platform_setting(p, "tool_progress", gw.tool_progress),
             ),

@@ -311,7 +311,7 @@ class SessionsMixin(StoreBase):
             )
             return before
 
-        return await self._write(op)  # type: ignore[no-any-return]
+        return await self._write(op)
 
     async def get_guard(self, session_id: str) -> GuardState:
         """The compression guard state, read fresh. Raises `SessionNotFoundError`."""

@@ -86,4 +86,6 @@ async def run_in_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connec
     Uses aiosqlite's internal `_execute` / `_conn` (stable across 0.17–0.22; the version is
     pinned in constraints.txt): its public API offers only one statement per hand-off.
     """
-    return await conn._execute(lambda: fn(conn._conn))  # type: ignore[no-any-return]
+    # aiosqlite leaves `_execute` unannotated: its result is `fn`'s, typed T here.
+    result: T = await conn._execute(lambda: fn(conn._conn))  # type: ignore[no-untyped-call]
+    return result

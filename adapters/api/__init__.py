@@ -1,21 +1,15 @@
 """The built-in `api` adapter: an OpenAI-compatible HTTP server (`/v1/chat/completions`,
-`/v1/models`). Registered as the `hermes.adapters` entry point `api = "adapters.api:create"`."""
+`/v1/models`). Registered as the `hermes.adapters` entry point `api = "adapters.api:SPEC"`.
+
+This package only declares the adapter (its settings model and a lazy factory), so that
+finding it stays cheap; the adapter itself is `adapters.api.adapter.ApiAdapter`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
-from adapters.api.adapter import ApiAdapter
-from adapters.api.server import EVENT_ID_HEADERS, SESSION_HEADER
 from adapters.api.settings import ApiSettings
-from adapters.api.turns import CURSORS
+from gateway.ports import AdapterSpec, lazy_factory
 
-__all__ = ["CURSORS", "EVENT_ID_HEADERS", "SESSION_HEADER", "ApiAdapter", "ApiSettings", "create"]
+__all__ = ["SPEC", "ApiSettings"]
 
-
-def create(name: str, settings: Any) -> ApiAdapter:
-    """Entry-point factory. `settings`: a pydantic model, a dict or None (`platforms.api`).
-
-    Raises `ValueError` for malformed settings.
-    """
-    return ApiAdapter(name, settings)
+SPEC = AdapterSpec(ApiSettings, lazy_factory("adapters.api.adapter:ApiAdapter"))

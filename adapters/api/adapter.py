@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -24,7 +25,9 @@ from gateway.ports import (
     AdapterError,
     AdapterFatalError,
     BasePlatformAdapter,
+    BudgetSpec,
     Capabilities,
+    RateProfile,
 )
 
 __all__ = ["ApiAdapter"]
@@ -46,14 +49,19 @@ class ApiAdapter(BasePlatformAdapter):
         media=False,
         max_length=1_000_000,
         dialect="markdown",
-        rate_profile="api",
+        rate_profile=RateProfile(per_chat=BudgetSpec(())),  # one request, one client: no limit
         trusted_auth=True,
         push=False,
     )
 
-    def __init__(self, name: str = "api", settings: Any = None) -> None:
+    settings: ApiSettings
+
+    def __init__(
+        self, name: str = "api", settings: ApiSettings | Mapping[str, Any] | None = None
+    ) -> None:
+        """Raises `pydantic.ValidationError` for invalid settings (a mapping is validated)."""
         self.name = name
-        self.settings = ApiSettings.from_any(settings)
+        self.settings = ApiSettings.coerce(settings)
         self.turns = TurnRegistry()
         self.port: int | None = None
         self._runner: web.AppRunner | None = None

@@ -79,7 +79,8 @@ class ApiServer:
         self._settings = settings
         self._turns = turns
         self._ctx = ctx
-        self._keys = [(hashlib.sha256(k.encode()).digest(), _key_id(k)) for k in settings.api_keys]
+        self._plain_keys = settings.keys()
+        self._keys = [(hashlib.sha256(k.encode()).digest(), _key_id(k)) for k in self._plain_keys]
 
     def build_app(self) -> web.Application:
         app = web.Application(
@@ -90,7 +91,7 @@ class ApiServer:
         return app
 
     def redact(self, text: str) -> str:
-        for key in self._settings.api_keys:
+        for key in self._plain_keys:
             text = text.replace(key, "***")
         return text
 

@@ -1,19 +1,15 @@
-"""Discord adapter (discord.py): entry point `discord = "adapters.discord:create"`.
+"""Discord adapter (discord.py). Registered as the `hermes.adapters` entry point
+`discord = "adapters.discord:SPEC"`; docs/platforms/discord.md describes setup.
 
-Config: `platforms.discord` {token, api_base_url, gateway_url}; see docs/platforms/discord.md.
+This package only declares the adapter (its settings model and a lazy factory), so that
+finding it imports no SDK; the adapter itself is `adapters.discord.adapter.DiscordAdapter`.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from adapters.discord.adapter import MAX_MESSAGE_LENGTH, DiscordAdapter
-from adapters.discord.endpoints import apply_endpoints
 from adapters.discord.settings import DiscordSettings
+from gateway.ports import AdapterSpec, lazy_factory
 
-__all__ = ["MAX_MESSAGE_LENGTH", "DiscordAdapter", "DiscordSettings", "apply_endpoints", "create"]
+__all__ = ["SPEC", "DiscordSettings"]
 
-
-def create(name: str, settings: Any = None) -> DiscordAdapter:
-    """Entry-point factory: `settings` is the `platforms.discord` model, a dict or None."""
-    return DiscordAdapter(name, DiscordSettings.from_any(settings))
+SPEC = AdapterSpec(DiscordSettings, lazy_factory("adapters.discord.adapter:DiscordAdapter"))

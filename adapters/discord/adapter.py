@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,18 @@ from gateway.ports import (
     AdapterContext,
     AdapterError,
     BasePlatformAdapter,
+    BudgetSpec,
     Capabilities,
+    Identity,
+    RateProfile,
+    RateWindow,
 )
 
-__all__ = ["MAX_MESSAGE_LENGTH", "DiscordAdapter"]
+__all__ = ["MAX_MESSAGE_LENGTH", "RATE_PROFILE", "DiscordAdapter"]
 
 MAX_MESSAGE_LENGTH = 2000
+RATE_PROFILE = RateProfile(per_chat=BudgetSpec((RateWindow(5, 5.0),)))
+"""Discord's limit per channel: 5 messages per 5 seconds."""
 _FATAL_CLOSE_CODES = {4004: "authentication failed", 4013: "invalid intents",
                       4014: "disallowed intents"}
 #: Replies may ping the user they answer, never @everyone, roles or other users.
@@ -63,13 +69,18 @@ class DiscordAdapter(BasePlatformAdapter):
         "blocks); keep replies concise, long ones are split into 2,000-character messages."
     )
 
-    def __init__(self, name: str, settings: DiscordSettings) -> None:
+    settings: DiscordSettings
+
+    def __init__(
+        self, name: str, settings: DiscordSettings | Mapping[str, Any] | None = None
+    ) -> None:
+        """Raises `pydantic.ValidationError` for invalid settings (a mapping is validated)."""
         self.name = name
-        self._settings = settings
+        self.settings = settings = DiscordSettings.coerce(settings)
         self.capabilities = Capabilities(
             edit=True, typing=True, threads=True, media=True, delete=True,
             max_length=MAX_MESSAGE_LENGTH, length_measure="chars", dialect="discord",
-            rate_profile="discord", liveness_window_s=settings.liveness_window_s,
+            rate_profile=RATE_PROFILE, liveness_window_s=settings.liveness_window_s,
         )
         self._client: HermesClient | None = None
         self._stopping = False
@@ -85,7 +96,7 @@ class DiscordAdapter(BasePlatformAdapter):
         `AdapterError` when the client dies otherwise. A fresh discord.py client is built on
         every call.
         """
-        if not self._settings.token:
+        if not self.settings.plain_token():
             raise AdapterAuthError("platforms.discord.token is not set")
         self._stopping = False
         stop_run = self._stop_run = asyncio.Event()
@@ -94,9 +105,14 @@ class DiscordAdapter(BasePlatformAdapter):
             await seen.load()
         except Exception as exc:  # a broken cursor store only costs the catch-up
             ctx.logger.warning("discord_cursor_unreadable", error=type(exc).__name__)
-        restore = apply_endpoints(self._settings.api_base_url, self._settings.gateway_url)
+        restore = apply_endpoints(self.settings.api_base_url, self.settings.gateway_url)
         queue: asyncio.Queue[discord.Message] = asyncio.Queue()
         catch_up: set[asyncio.Task[int]] = set()
+
+        def on_connected() -> None:
+            if client.user is not None:  # known from READY on: before the gateway is told
+                self.identity = Identity(id=str(client.user.id), username=client.user.name)
+            ctx.connected()
 
         def on_ready() -> None:
             task = asyncio.create_task(
@@ -107,7 +123,7 @@ class DiscordAdapter(BasePlatformAdapter):
             task.add_done_callback(catch_up.discard)
 
         client = build_client(
-            self._settings, messages=queue, progress=ctx.progress, connected=ctx.connected,
+            self.settings, messages=queue, progress=ctx.progress, connected=on_connected,
             ready=on_ready,
         )
         self._client = client
@@ -116,7 +132,8 @@ class DiscordAdapter(BasePlatformAdapter):
             log=self._log, logger=ctx.logger,
         )
         tasks = {
-            asyncio.create_task(client.start(self._settings.token), name=f"{self.name}:client"),
+            asyncio.create_task(client.start(self.settings.plain_token()),
+                                name=f"{self.name}:client"),
             asyncio.create_task(
                 self._consume(queue, inbound, seen, ctx), name=f"{self.name}:inbound"
             ),
@@ -180,7 +197,7 @@ class DiscordAdapter(BasePlatformAdapter):
 
     async def _call(self, action: Callable[[], Awaitable[SendResult]]) -> SendResult:
         try:
-            return await asyncio.wait_for(action(), self._settings.request_timeout_s)
+            return await asyncio.wait_for(action(), self.settings.request_timeout_s)
         except ValueError as exc:
             return SendResult.failure(ErrorKind.UNKNOWN, f"bad request: {exc}"[:200])
         except ConnectionError as exc:

@@ -12,10 +12,11 @@ import asyncio
 import contextlib
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Literal, NamedTuple
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Literal, NamedTuple
 
 from adapters.fake.records import FailureScript, FakeCall, FakeMessage, Op, TurnCompleted
+from adapters.fake.settings import FakeSettings
 from gateway.events import (
     Attachment,
     ChatType,
@@ -26,7 +27,14 @@ from gateway.events import (
     SendResult,
     UserRef,
 )
-from gateway.ports import AdapterContext, AdapterError, BasePlatformAdapter, Capabilities, Dialect
+from gateway.ports import (
+    AdapterContext,
+    AdapterError,
+    BasePlatformAdapter,
+    BudgetSpec,
+    Capabilities,
+    RateProfile,
+)
 
 __all__ = ["FakeAdapter", "Injected"]
 
@@ -47,41 +55,39 @@ class FakeAdapter(BasePlatformAdapter):
     is off fail as unsupported. `send` and friends never raise.
     """
 
+    settings: FakeSettings
+
     def __init__(
         self,
         name: str = "fake",
-        *,
-        edit: bool = True,
-        typing: bool = True,
-        media: bool = True,
-        delete: bool = True,
-        reactions: bool = False,
-        threads: bool = True,
-        max_length: int = 4096,
-        length_measure: Literal["chars", "utf16"] = "chars",
-        dialect: Dialect = "markdown",
-        liveness_window_s: float = 0.0,
-        trusted_auth: bool = False,
-        push: bool = True,
-        progress_interval_s: float = 0.05,
+        settings: FakeSettings | Mapping[str, Any] | None = None,
+        **switches: Any,
     ) -> None:
+        """`settings` and keyword `switches` (which win) are `FakeSettings` keys, e.g.
+        `FakeAdapter("fake", edit=False, max_length=100)`.
+
+        Raises `pydantic.ValidationError` for an unknown key or a bad value.
+        """
         self.name = name
+        base = FakeSettings.coerce(settings)
+        self.settings = s = FakeSettings.model_validate({**dict(base), **switches}) if switches \
+            else base
         self.capabilities = Capabilities(
-            edit=edit,
-            typing=typing,
-            reactions=reactions,
-            threads=threads,
-            media=media,
-            delete=delete,
-            max_length=max_length,
-            length_measure=length_measure,
-            dialect=dialect,
-            rate_profile="fake",
-            liveness_window_s=liveness_window_s,
-            trusted_auth=trusted_auth,
-            push=push,
+            edit=s.edit,
+            typing=s.typing,
+            reactions=s.reactions,
+            threads=s.threads,
+            media=s.media,
+            delete=s.delete,
+            max_length=s.max_length,
+            length_measure=s.length_measure,
+            dialect=s.dialect,
+            rate_profile=RateProfile(per_chat=BudgetSpec(())),  # in memory: no limit
+            liveness_window_s=s.liveness_window_s,
+            trusted_auth=s.trusted_auth,
+            push=s.push,
         )
-        self.progress_interval_s = progress_interval_s
+        self.progress_interval_s = s.progress_interval_s
         self.inbox: list[MessageEvent] = []
         self.outbox: list[FakeMessage] = []
         self.calls: list[FakeCall] = []

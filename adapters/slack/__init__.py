@@ -1,18 +1,16 @@
 """Slack platform adapter (slack-bolt async + slack-sdk): Socket Mode or the HTTP Events API.
+Registered as the `hermes.adapters` entry point `slack = "adapters.slack:SPEC"`;
+docs/platforms/slack.md describes setup.
 
-Entry point `slack = "adapters.slack:create"`; docs/platforms/slack.md describes setup.
+This package only declares the adapter (its settings model and a lazy factory), so that
+finding it imports no SDK; the adapter itself is `adapters.slack.adapter.SlackAdapter`.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from adapters.slack.adapter import MAX_LENGTH, SlackAdapter
 from adapters.slack.settings import SlackSettings
+from gateway.ports import AdapterSpec, lazy_factory
 
-__all__ = ["MAX_LENGTH", "SlackAdapter", "SlackSettings", "create"]
+__all__ = ["SPEC", "SlackSettings"]
 
-
-def create(name: str, settings: Any = None) -> SlackAdapter:
-    """Factory for the `hermes.adapters` entry point. Raises `ValueError` for bad settings."""
-    return SlackAdapter(name, settings)
+SPEC = AdapterSpec(SlackSettings, lazy_factory("adapters.slack.adapter:SlackAdapter"))

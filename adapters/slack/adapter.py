@@ -36,6 +36,8 @@ from gateway.ports import (
     AdapterError,
     BasePlatformAdapter,
     Capabilities,
+    Identity,
+    RateProfile,
 )
 
 __all__ = ["MAX_LENGTH", "SlackAdapter"]
@@ -78,14 +80,19 @@ class SlackAdapter(BasePlatformAdapter):
         "to Slack mrkdwn for you (tables are not supported, prefer lists)."
     )
 
-    def __init__(self, name: str = "slack", settings: Any = None) -> None:
+    settings: SlackSettings
+
+    def __init__(
+        self, name: str = "slack", settings: SlackSettings | Mapping[str, Any] | None = None
+    ) -> None:
+        """Raises `pydantic.ValidationError` for invalid settings (a mapping is validated)."""
         self.name = name
-        self.settings = SlackSettings.from_any(settings)
+        self.settings = SlackSettings.coerce(settings)
         socket = self.settings.mode == "socket"
         self.capabilities = Capabilities(
             edit=True, typing=False, threads=True, media=True, delete=True,
             max_length=MAX_LENGTH, length_measure="chars", dialect="slack_mrkdwn",
-            rate_profile="slack",
+            rate_profile=RateProfile(),  # about one message a second per channel
             liveness_window_s=give_up_after(self.settings) + 10.0 if socket else 0.0,
         )
         #: The Events API URL once listening (HTTP mode).
@@ -107,21 +114,22 @@ class SlackAdapter(BasePlatformAdapter):
     async def start(self, ctx: AdapterContext) -> None:
         """Check the tokens (`AdapterAuthError` when Slack refuses them), connect, and run until
         `ctx.stop_event` or `stop()`; raises `AdapterError` when the transport fails."""
-        s = self.settings
-        if not s.bot_token:
+        s, secrets = self.settings, self.settings.plain()
+        if not secrets.bot_token:
             raise AdapterAuthError("platforms.slack.bot_token is not set")
-        if s.mode == "socket" and not s.app_token:
+        if s.mode == "socket" and not secrets.app_token:
             raise AdapterAuthError("platforms.slack.app_token is required in socket mode")
-        if s.mode == "http" and not s.signing_secret:
+        if s.mode == "http" and not secrets.signing_secret:
             raise AdapterAuthError("platforms.slack.signing_secret is required in http mode")
         stop = asyncio.Event()
         self._stop, self._ctx = stop, ctx
         # The SDK types `timeout` as int but hands it to aiohttp.ClientTimeout(total=...).
-        web = AsyncWebClient(token=s.bot_token, base_url=s.api_base_url,
+        web = AsyncWebClient(token=secrets.bot_token, base_url=s.api_base_url,
                              timeout=s.timeout_s)  # type: ignore[arg-type]
-        self._identity = await self._auth_test(web)
+        self._identity, username = await self._auth_test(web)
+        self.identity = Identity(id=self._identity.user_id, username=username or None)
         self._web = web
-        self._fetcher = FileFetcher(s.bot_token, s.api_base_url)
+        self._fetcher = FileFetcher(secrets.bot_token, s.api_base_url)
         await self._load_threads(ctx)
         app = self._build_app(web)
         link = asyncio.create_task(_link(ctx.stop_event, stop))
@@ -147,7 +155,7 @@ class SlackAdapter(BasePlatformAdapter):
     def _bound(self, url: str) -> None:
         self.http_url = url
 
-    async def _auth_test(self, web: AsyncWebClient) -> BotIdentity:
+    async def _auth_test(self, web: AsyncWebClient) -> tuple[BotIdentity, str]:
         try:
             resp = await web.auth_test()
         except SlackApiError as exc:
@@ -157,12 +165,13 @@ class SlackAdapter(BasePlatformAdapter):
             raise AdapterError(f"auth.test failed ({code or 'error'})") from None
         except Exception as exc:  # noqa: BLE001 - any transport failure is an AdapterError
             raise AdapterError(f"auth.test failed ({type(exc).__name__})") from None
-        return BotIdentity(user_id=str(resp.get("user_id") or ""),
-                           bot_id=str(resp.get("bot_id") or ""),
-                           team_id=str(resp.get("team_id") or ""))
+        return (BotIdentity(user_id=str(resp.get("user_id") or ""),
+                            bot_id=str(resp.get("bot_id") or ""),
+                            team_id=str(resp.get("team_id") or "")),
+                str(resp.get("user") or ""))
 
     def _build_app(self, web: AsyncWebClient) -> AsyncApp:
-        app = AsyncApp(client=web, signing_secret=self.settings.signing_secret,
+        app = AsyncApp(client=web, signing_secret=self.settings.plain().signing_secret,
                        process_before_response=True, logger=_BOLT_LOG)
 
         async def on_message(event: dict[str, Any]) -> None:

@@ -124,8 +124,9 @@ async def run_socket(
     `AdapterError` when it stayed down longer than `give_up_after`. A refused app token raises
     `AdapterAuthError`.
     """
-    url = await _open_url(web_client, settings.app_token)
-    handler = AsyncSocketModeHandler(app, app_token=settings.app_token, web_client=web_client,
+    app_token = settings.plain().app_token
+    url = await _open_url(web_client, app_token)
+    handler = AsyncSocketModeHandler(app, app_token=app_token, web_client=web_client,
                                      ping_interval=settings.ping_interval_s, logger=_SDK_LOG)
     client = handler.client
     ordered = ChatOrder().wrap(client.run_message_listeners)
@@ -177,7 +178,7 @@ async def run_http(
     stop: asyncio.Event,
     on_bound: Callable[[str], None],
 ) -> None:
-    """Serve the Events API on `http_host:http_port` + `http_path` until `stop` is set.
+    """Serve the Events API on `http.host:http.port` + `http.path` until `stop` is set.
 
     Bolt verifies `X-Slack-Signature` (401 for a bad one, stale timestamps refused) and answers
     `url_verification`. Redeliveries (`X-Slack-Retry-Num`) go through the same path: the
@@ -195,18 +196,18 @@ async def run_http(
         return await to_aiohttp_response(resp)
 
     web_app = web.Application(client_max_size=4 * 1024 * 1024)
-    web_app.router.add_post(settings.http_path, handle)
+    web_app.router.add_post(settings.http.path, handle)
     runner = web.AppRunner(web_app, access_log=None)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, settings.http_host, settings.http_port)
+        site = web.TCPSite(runner, settings.http.host, settings.http.port)
         try:
             await site.start()
         except OSError as exc:
-            raise AdapterError(f"cannot listen on {settings.http_host}:{settings.http_port}: "
+            raise AdapterError(f"cannot listen on {settings.http.host}:{settings.http.port}: "
                                f"{exc.strerror or type(exc).__name__}") from None
         host, port = _bound(runner, settings)
-        on_bound(f"http://{host}:{port}{settings.http_path}")
+        on_bound(f"http://{host}:{port}{settings.http.path}")
         ctx.connected()
         await stop.wait()
     finally:
@@ -217,4 +218,4 @@ def _bound(runner: web.AppRunner, settings: SlackSettings) -> tuple[str, int]:
     for addr in runner.addresses:
         if isinstance(addr, tuple) and len(addr) >= 2:
             return str(addr[0]), int(addr[1])
-    return settings.http_host, settings.http_port
+    return settings.http.host, settings.http.port

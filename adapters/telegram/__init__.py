@@ -1,31 +1,16 @@
 """The Telegram adapter (python-telegram-bot v22): long polling or webhook, forum topics,
 attachments, streaming edits. Registered as the `hermes.adapters` entry point
-`telegram = "adapters.telegram:create"`."""
+`telegram = "adapters.telegram:SPEC"`.
+
+This package only declares the adapter (its settings model and a lazy factory), so that
+finding it imports no SDK; the adapter itself is `adapters.telegram.adapter.TelegramAdapter`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
-from adapters.telegram.adapter import TelegramAdapter
-from adapters.telegram.convert import BotIdentity
-from adapters.telegram.polling import CURSOR_KEY
 from adapters.telegram.settings import TelegramSettings, WebhookSettings
-from adapters.telegram.webhook import SECRET_HEADER
+from gateway.ports import AdapterSpec, lazy_factory
 
-__all__ = [
-    "CURSOR_KEY",
-    "SECRET_HEADER",
-    "BotIdentity",
-    "TelegramAdapter",
-    "TelegramSettings",
-    "WebhookSettings",
-    "create",
-]
+__all__ = ["SPEC", "TelegramSettings", "WebhookSettings"]
 
-
-def create(name: str, settings: Any) -> TelegramAdapter:
-    """Entry-point factory. `settings`: the `platforms.telegram` pydantic model or a dict.
-
-    Raises `ValueError` for malformed settings.
-    """
-    return TelegramAdapter(name, settings)
+SPEC = AdapterSpec(TelegramSettings, lazy_factory("adapters.telegram.adapter:TelegramAdapter"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from telegram import Bot, BotCommand, Update
@@ -28,10 +29,21 @@ from gateway.ports import (
     AdapterContext,
     AdapterError,
     BasePlatformAdapter,
+    BudgetSpec,
     Capabilities,
+    Identity,
+    RateProfile,
+    RateWindow,
 )
+from hermes_common.settings import reveal
 
-__all__ = ["TelegramAdapter"]
+__all__ = ["RATE_PROFILE", "TelegramAdapter"]
+
+RATE_PROFILE = RateProfile(
+    per_chat=BudgetSpec((RateWindow(1, 1.0), RateWindow(20, 60.0))),  # groups: 20 a minute
+    by_chat_type=(("dm", BudgetSpec((RateWindow(1, 1.0),))),),
+)
+"""Telegram's limits per chat: about one message a second, and 20 a minute in a group."""
 
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
 _MAX_COMMANDS = 100
@@ -48,14 +60,19 @@ class TelegramAdapter(BasePlatformAdapter):
     format_hint = ("You are chatting on Telegram. Keep replies concise and readable on a phone; "
                    "Markdown is converted to Telegram formatting for you.")
 
-    def __init__(self, name: str, settings: Any = None) -> None:
+    settings: TelegramSettings
+
+    def __init__(
+        self, name: str, settings: TelegramSettings | Mapping[str, Any] | None = None
+    ) -> None:
+        """Raises `pydantic.ValidationError` for invalid settings (a mapping is validated)."""
         self.name = name
-        self.settings = TelegramSettings.from_any(settings)
+        self.settings = TelegramSettings.coerce(settings)
         polling = self.settings.mode == "polling"
         self.capabilities = Capabilities(
             edit=True, typing=True, threads=True, media=True, delete=True,
             max_length=4096, length_measure="utf16", dialect="telegram_html",
-            rate_profile="telegram",
+            rate_profile=RATE_PROFILE,
             liveness_window_s=max(self.settings.poll_timeout_s + 30.0, 40.0) if polling else 0.0,
         )
         self.me: BotIdentity | None = None
@@ -65,15 +82,10 @@ class TelegramAdapter(BasePlatformAdapter):
         self._stop: asyncio.Event | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    @property
-    def bot_username(self) -> str | None:
-        """The bot's @username once connected (commands addressed to other bots are not ours)."""
-        return self.me.username if self.me is not None else None
-
     async def start(self, ctx: AdapterContext) -> None:
-        if not self.settings.token:
+        if not self.settings.plain_token():
             raise AdapterAuthError("platforms.telegram.token is not set")
-        if self.settings.mode == "webhook" and not self.settings.webhook.secret_token:
+        if self.settings.mode == "webhook" and not reveal(self.settings.webhook.secret_token):
             raise AdapterAuthError("webhook mode needs platforms.telegram.webhook.secret_token")
         stop = self._stop = asyncio.Event()
         relay = asyncio.create_task(self._relay(ctx.stop_event, stop),
@@ -81,6 +93,7 @@ class TelegramAdapter(BasePlatformAdapter):
         bot, requests = build_bot(self.settings, pool=4)
         try:
             self.me = await self._connect(bot)
+            self.identity = Identity(id=str(self.me.id), username=self.me.username or None)
             await self._publish_commands(bot, ctx)
             if self.settings.mode == "webhook":
                 await self._run_webhook(bot, ctx, stop)
@@ -159,7 +172,7 @@ class TelegramAdapter(BasePlatformAdapter):
             wh = self.settings.webhook
             url = wh.url or f"http://{wh.host}:{self.webhook_port}{wh.path}"
             try:
-                await bot.set_webhook(url=url, secret_token=wh.secret_token,
+                await bot.set_webhook(url=url, secret_token=reveal(wh.secret_token),
                                       allowed_updates=ALLOWED_UPDATES)
             except tg_error.InvalidToken as exc:
                 raise AdapterAuthError("Telegram refused the bot token (setWebhook)") from exc
@@ -198,7 +211,7 @@ class TelegramAdapter(BasePlatformAdapter):
         await ctx.emit(event)
 
     def _redact(self, exc: BaseException) -> str:
-        return redact(f"{type(exc).__name__}: {exc}", self.settings.token)
+        return redact(f"{type(exc).__name__}: {exc}", self.settings.plain_token())
 
     # -- sending ---------------------------------------------------------------------------
     async def send(self, message: OutboundMessage) -> SendResult:

@@ -41,7 +41,8 @@ def build_bot(settings: TelegramSettings, *, pool: int = 8) -> tuple[Bot, list[H
                            connect_timeout=10.0, pool_timeout=5.0, media_write_timeout=60.0)
     updates = HTTPXRequest(connection_pool_size=1, read_timeout=10.0, write_timeout=10.0,
                            connect_timeout=10.0, pool_timeout=5.0)
-    bot = Bot(settings.token, base_url=settings.base_url, base_file_url=settings.base_file_url,
+    bot = Bot(settings.plain_token(), base_url=settings.base_url,
+              base_file_url=settings.base_file_url,
               request=general, get_updates_request=updates)
     return bot, [general, updates]
 
@@ -104,7 +105,7 @@ class Outbound:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return classify(exc, secret=self._s.token)
+            return classify(exc, secret=self._s.plain_token())
 
     async def send(self, message: OutboundMessage) -> SendResult:
         ids: list[str] = []

@@ -169,4 +169,4 @@ class Poller:
         return min(base * (2 ** (attempt - 1)), _MAX_BACKOFF_S)
 
     def _redact(self, exc: BaseException) -> str:
-        return redact(f"{type(exc).__name__}: {exc}", self._s.token)
+        return redact(f"{type(exc).__name__}: {exc}", self._s.plain_token())

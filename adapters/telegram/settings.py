@@ -1,111 +1,71 @@
-"""Settings of the Telegram adapter, read from `platforms.telegram` (a pydantic model or a dict)."""
+"""`platforms.telegram`: the settings model of the Telegram adapter (the one schema of its block).
+
+Imports no SDK: `hermes config check` validates the block with this model.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from gateway.ports import SettingsProblem, TokenSettings
+from hermes_common.settings import OptSecret, SettingsModel
 
 __all__ = ["TelegramSettings", "WebhookSettings"]
 
 
-def _secret(value: Any) -> str:
-    if value is None:
-        return ""
-    getter = getattr(value, "get_secret_value", None)
-    return str(getter() if callable(getter) else value).strip()
+def _leading_slash(path: str) -> str:
+    return "/" + path.lstrip("/")
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if isinstance(value, Mapping):
-        return value
-    if hasattr(value, "model_dump"):
-        return {k: getattr(value, k) for k in type(value).model_fields}
-    return vars(value)
+class WebhookSettings(SettingsModel):
+    """`platforms.telegram.webhook`: where Telegram posts updates in webhook mode."""
 
-
-@dataclass(frozen=True, slots=True)
-class WebhookSettings:
     host: str = "127.0.0.1"
-    port: int = 8443
-    path: str = "/telegram/webhook"
-    url: str = ""
-    secret_token: str = ""
+    """Webhook listener bind address."""
+    port: int = Field(default=8443, ge=0, le=65535)
+    """Webhook listener port (`0` picks a free one)."""
+    path: Annotated[str, AfterValidator(_leading_slash)] = "/telegram/webhook"
+    """Webhook path."""
+    url: str | None = None
+    """Public HTTPS URL Telegram posts to (required in webhook mode)."""
+    secret_token: OptSecret = None
+    """Secret Telegram sends with each update; requests without it are rejected (required in
+    webhook mode)."""
 
-    def __repr__(self) -> str:
-        return (f"WebhookSettings(host={self.host!r}, port={self.port}, path={self.path!r}, "
-                f"url={self.url!r}, secret_token=<redacted>)")
 
-
-@dataclass(frozen=True, slots=True)
-class TelegramSettings:
-    """`platforms.telegram` (DESIGN.md §5) plus a few tuning knobs with safe defaults.
-
-    `base_url` / `base_file_url` get the token appended, as on the real Bot API.
-    `conflict_retries` consecutive 409 Conflicts (another poller on this token) make `start()`
-    raise; `conflict_backoff_s` is the first wait (doubled each time, capped at 30 s).
-    `max_download_bytes` caps inbound files (the hosted Bot API serves up to 20 MB).
+class TelegramSettings(TokenSettings):
+    """One Telegram bot (DESIGN.md §5; `token` from @BotFather) plus tuning knobs with safe
+    defaults. `base_url` / `base_file_url` get the token appended, as on the real Bot API.
     """
-
-    token: str = ""
     base_url: str = "https://api.telegram.org/bot"
+    """Bot API base (self-hosted Bot API server, proxies, tests)."""
     base_file_url: str = "https://api.telegram.org/file/bot"
+    """File download base."""
     mode: Literal["polling", "webhook"] = "polling"
-    poll_timeout_s: float = 30.0
-    webhook: WebhookSettings = WebhookSettings()
-    conflict_retries: int = 5
-    conflict_backoff_s: float = 2.0
-    network_retries: int = 5
-    network_backoff_s: float = 1.0
-    max_download_bytes: int = 20 * 1024 * 1024
-    request_timeout_s: float = 20.0
+    """`polling` (long polling) or `webhook`."""
+    poll_timeout_s: float = Field(default=30.0, ge=0, le=300)
+    """Long-poll timeout."""
+    webhook: WebhookSettings = Field(default_factory=WebhookSettings)
+    conflict_retries: int = Field(default=5, ge=1)
+    """Consecutive 409 Conflicts (another poller on this token) before the adapter fails."""
+    conflict_backoff_s: float = Field(default=2.0, ge=0)
+    """First wait after a 409 Conflict (doubled each time, capped at 30 s)."""
+    network_retries: int = Field(default=5, ge=1)
+    """Consecutive network errors of the poll loop before the adapter fails."""
+    network_backoff_s: float = Field(default=1.0, ge=0)
+    """First wait after a network error (doubled each time)."""
+    max_download_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
+    """Size cap of inbound files (the hosted Bot API serves up to 20 MB)."""
+    request_timeout_s: float = Field(default=20.0, gt=0)
+    """Timeout of one Bot API request (besides the long poll)."""
 
-    def __repr__(self) -> str:
-        return (f"TelegramSettings(token=<redacted>, base_url={self.base_url!r}, "
-                f"mode={self.mode!r}, poll_timeout_s={self.poll_timeout_s}, "
-                f"webhook={self.webhook!r})")
-
-    __str__ = __repr__
-
-    @classmethod
-    def from_any(cls, settings: Any) -> TelegramSettings:
-        """Build from a dict, a pydantic model, a `TelegramSettings` or None.
-
-        Raises `ValueError` for values of the wrong type or an unknown mode.
-        """
-        if isinstance(settings, TelegramSettings):
-            return settings
-        data = _mapping(settings)
-        d = cls()
-        wh = _mapping(data.get("webhook"))
-        dw = WebhookSettings()
-        mode = str(data.get("mode") or d.mode)
-        if mode not in ("polling", "webhook"):
-            raise ValueError(f"platforms.telegram.mode must be polling or webhook, not {mode!r}")
-
-        def num(key: str, default: float) -> float:
-            value = data.get(key)
-            return float(default if value is None else value)
-
-        return cls(
-            token=_secret(data.get("token")),
-            base_url=str(data.get("base_url") or d.base_url),
-            base_file_url=str(data.get("base_file_url") or d.base_file_url),
-            mode=mode,  # type: ignore[arg-type]
-            poll_timeout_s=num("poll_timeout_s", d.poll_timeout_s),
-            webhook=WebhookSettings(
-                host=str(wh.get("host") or dw.host),
-                port=int(dw.port if wh.get("port") is None else wh["port"]),
-                path="/" + str(wh.get("path") or dw.path).lstrip("/"),
-                url=str(wh.get("url") or ""),
-                secret_token=_secret(wh.get("secret_token")),
-            ),
-            conflict_retries=max(1, int(num("conflict_retries", d.conflict_retries))),
-            conflict_backoff_s=num("conflict_backoff_s", d.conflict_backoff_s),
-            network_retries=max(1, int(num("network_retries", d.network_retries))),
-            network_backoff_s=num("network_backoff_s", d.network_backoff_s),
-            max_download_bytes=int(num("max_download_bytes", d.max_download_bytes)),
-            request_timeout_s=num("request_timeout_s", d.request_timeout_s),
-        )
+    def problems(self) -> list[SettingsProblem]:
+        out = super().problems()
+        if self.enabled and self.mode == "webhook":
+            if not self.webhook.url:
+                out.append(SettingsProblem("webhook.url", "required in webhook mode"))
+            if self.webhook.secret_token is None:
+                out.append(SettingsProblem("webhook.secret_token", "required in webhook mode"))
+        return out

@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from adapters.telegram.settings import WebhookSettings
+from hermes_common.settings import reveal
 
 __all__ = ["SECRET_HEADER", "WebhookServer"]
 
@@ -28,10 +29,11 @@ class WebhookServer:
     """Listens on `settings.host:settings.port` (port 0 = ephemeral) at `settings.path`."""
 
     def __init__(self, settings: WebhookSettings, on_update: OnUpdate, logger: Any) -> None:
-        if not settings.secret_token:
+        secret = reveal(settings.secret_token)
+        if not secret:
             raise ValueError("webhook mode needs platforms.telegram.webhook.secret_token")
         self._s = settings
-        self._secret = settings.secret_token.encode()
+        self._secret = secret.encode()
         self._on_update = on_update
         self._log = logger
         self._runner: web.AppRunner | None = None

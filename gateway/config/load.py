@@ -12,24 +12,22 @@ A missing `config.yaml` means the embedded defaults.
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from gateway.config.envfile import apply_env_file, read_env_file
 from gateway.config.errors import ConfigError, Problem, format_path
 from gateway.config.expand import expand_env
+from gateway.config.keys import problems_from, unknown_keys
 from gateway.config.models import HermesConfig
-from gateway.config.platforms import PlatformsConfig
-from gateway.config.redact import redact_text, register_secrets
+from gateway.config.platforms import validate_platforms
+from gateway.config.redact import register_secrets
 from gateway.paths import ProfilePaths, paths
 
 __all__ = [
@@ -38,7 +36,6 @@ __all__ = [
     "load_config",
     "parse_config",
     "read_env_file",
-    "unknown_keys",
 ]
 
 @dataclass(frozen=True, slots=True)
@@ -54,93 +51,21 @@ class LoadedConfig:
     """Variables referenced by `${…}` → the key paths that used them."""
 
 
-def _unwrap(ann: Any) -> list[Any]:
-    origin = typing.get_origin(ann)
-    if origin is typing.Annotated:
-        return _unwrap(typing.get_args(ann)[0])
-    if origin in (typing.Union, types.UnionType):
-        return [t for a in typing.get_args(ann) for t in _unwrap(a)]
-    return [ann]
-
-
-def _walk(ann: Any, value: Any, path: tuple[str | int, ...]) -> list[str]:
-    out: list[str] = []
-    for t in _unwrap(ann):
-        origin = typing.get_origin(t)
-        if isinstance(t, type) and issubclass(t, BaseModel) and isinstance(value, dict):
-            return unknown_keys(t, value, path)
-        if origin is dict and isinstance(value, dict):
-            vt = typing.get_args(t)[1] if typing.get_args(t) else Any
-            for k, v in value.items():
-                out += _walk(vt, v, (*path, str(k)))
-            return out
-        if origin is list and isinstance(value, list):
-            it = typing.get_args(t)[0] if typing.get_args(t) else Any
-            for i, v in enumerate(value):
-                out += _walk(it, v, (*path, i))
-            return out
-    return out
-
-
-def unknown_keys(
-    model: type[BaseModel], data: Mapping[str, Any], path: tuple[str | int, ...] = ()
-) -> list[str]:
-    """Warnings naming every key of `data` that `model` does not define, with full paths."""
-    fields = model.model_fields
-    by_name = {name: f for name, f in fields.items()}
-    by_name.update({f.alias: f for f in fields.values() if f.alias})
-    out: list[str] = []
-    for key, value in data.items():
-        f = by_name.get(str(key))
-        here = (*path, str(key))
-        if f is None:
-            msg = f"unknown key {format_path(here)}"
-            if model is PlatformsConfig:
-                msg += " (not a built-in platform; kept for a plugin adapter)"
-            else:
-                close = difflib.get_close_matches(str(key), list(fields), n=1)
-                msg += f" (did you mean {close[0]!r}?)" if close else " (ignored)"
-            out.append(msg)
-            continue
-        out += _walk(f.annotation, value, here)
-    return out
-
-
-def _error_path(data: Any, loc: tuple[Any, ...]) -> str:
-    """The part of a pydantic `loc` that names real keys (drops union/validator tags)."""
-    real: list[str | int] = []
-    node = data
-    for part in loc:
-        if isinstance(node, dict) and str(part) in {str(k) for k in node}:
-            key = next(k for k in node if str(k) == str(part))
-            real.append(str(part))
-            node = node[key]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            real.append(part)
-            node = node[part]
-        elif isinstance(part, str) and node is None and not real:
-            real.append(part)
-        else:
-            break
-    return format_path(real)
-
-
-def _problems_from(exc: ValidationError, data: Any) -> list[Problem]:
-    out: list[Problem] = []
-    seen: set[tuple[str, str]] = set()
-    for err in exc.errors(include_url=False, include_input=False, include_context=False):
-        path = _error_path(data, tuple(err["loc"]))
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if (path, msg) not in seen:
-            seen.add((path, msg))
-            out.append(Problem(path, redact_text(msg)))
-    return out
+def _warnings(data: Mapping[str, Any]) -> list[str]:
+    """Unknown keys outside `platforms:` (whose blocks are strict: see `validate_platforms`)."""
+    rest = {k: v for k, v in data.items() if k != "platforms"}
+    return [f"unknown key {format_path(u.path)}{u.hint() or ' (ignored)'}"
+            for u in unknown_keys(HermesConfig, rest)]
 
 
 def parse_config(
     data: Any, *, env: Mapping[str, str], source: Path | None = None
 ) -> tuple[HermesConfig, list[str], dict[str, list[str]]]:
     """Validate parsed YAML `data` against the contract after `${VAR}` expansion from `env`.
+
+    Each `platforms.<name>` block is validated by the settings model of the adapter of that
+    name (found through the registry): an unknown platform or an unknown key in a block is an
+    error with a "did you mean" hint. Unknown keys elsewhere are warnings.
 
     Returns (config, warnings, variables used). Raises `ConfigError` naming each key path.
     """
@@ -155,12 +80,14 @@ def parse_config(
         expanded = expand_env(data, env)
     except ConfigError as exc:
         raise ConfigError(list(exc.problems), source) from None
-    warnings = unknown_keys(HermesConfig, expanded.value)
+    tree: dict[str, Any] = expanded.value
+    warnings = _warnings(tree)
+    blocks, problems = validate_platforms(tree.get("platforms"))
     try:
-        cfg = HermesConfig.model_validate(expanded.value)
+        cfg = HermesConfig.model_validate({**tree, "platforms": blocks})
     except ValidationError as exc:
-        raise ConfigError(_problems_from(exc, expanded.value), source) from None
-    problems = cfg.problems()
+        raise ConfigError(problems + problems_from(exc, tree), source) from None
+    problems += cfg.problems()
     if problems:
         raise ConfigError(problems, source)
     return cfg, warnings, expanded.used

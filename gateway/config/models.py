@@ -1,8 +1,9 @@
 """Pydantic models of the whole configuration contract (DESIGN.md §5), with defaults.
 
-Every model is frozen. Cross-field rules (a provider named by `model.provider` exists, tokens
-present for enabled platforms, …) are checked by `HermesConfig.problems()`, which the loader
-runs; build a `HermesConfig` directly only in tests. Secrets are `SecretStr`: call
+Every model is frozen. `platforms:` blocks are validated by each adapter's own settings model
+(`gateway.config.platforms`). Cross-field rules (a provider named by `model.provider` exists,
+tokens present for enabled platforms, …) are checked by `HermesConfig.problems()`, which the
+loader runs; build a `HermesConfig` directly only in tests. Secrets are `SecretStr`: call
 `.get_secret_value()` (or `gateway.config.reveal`) where the plain value is needed.
 """
 
@@ -15,40 +16,24 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from gateway.config.base import ConfigModel, IdList, SecretList, reveal
 from gateway.config.errors import Problem
-from gateway.config.platforms import (
-    ApiPlatform,
-    DiscordPlatform,
-    HttpListen,
-    PlatformBase,
-    PlatformsConfig,
-    SlackPlatform,
-    TelegramPlatform,
-    TelegramWebhook,
-    ToolProgress,
-)
+from gateway.config.platforms import PlatformsConfig
+from gateway.ports import ToolProgress
 
 __all__ = [
     "AgentConfig",
-    "ApiPlatform",
     "AuxiliaryConfig",
     "CompressionConfig",
-    "DiscordPlatform",
     "GatewayConfig",
     "HealthConfig",
     "HermesConfig",
-    "HttpListen",
     "LogFileConfig",
     "LoggingConfig",
     "MediaConfig",
     "ModelConfig",
-    "PlatformBase",
     "PlatformsConfig",
     "ProviderConfig",
     "SessionResetConfig",
-    "SlackPlatform",
     "StreamingConfig",
-    "TelegramPlatform",
-    "TelegramWebhook",
     "reveal",
 ]
 
@@ -223,19 +208,7 @@ class HermesConfig(ConfigModel):
     def secret_values(self) -> list[str]:
         """Every configured secret value (registered for log redaction by the loader)."""
         out = [k for p in self.providers.values() for k in p.keys()]
-        pl = self.platforms
-        for s in (
-            pl.telegram.token,
-            pl.telegram.webhook.secret_token,
-            pl.slack.bot_token,
-            pl.slack.app_token,
-            pl.slack.signing_secret,
-            pl.discord.token,
-        ):
-            if s is not None:
-                out.append(s.get_secret_value())
-        out += [k.get_secret_value() for k in pl.api.api_keys]
-        return out
+        return out + self.platforms.secret_values()
 
     def problems(self) -> list[Problem]:
         """Cross-field rules; empty when the config is usable."""

@@ -1,167 +1,112 @@
-"""`platforms:` blocks of the configuration contract (DESIGN.md §5)."""
+"""`platforms:`: one block per adapter, validated by that adapter's own settings model.
+
+The model is found through the adapter registry (`hermes.adapters` entry points), so a plugin
+adapter's block is validated by the plugin's model exactly like a built-in one. Looking a
+model up never imports a platform SDK. An unknown platform name, or an unknown key inside a
+block, is an error naming the full key path with a "did you mean" hint.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, RootModel, SerializeAsAny, ValidationError, model_validator
 
-from gateway.config.base import ConfigModel, IdList, OptSecret, SecretList
-from gateway.config.errors import Problem
+from gateway.config.errors import Problem, format_path
+from gateway.config.keys import KeyPath, problems_from, unknown_keys
+from gateway.ports import PlatformSettings
+from gateway.registry import AdapterLoadError, AdapterNotFoundError, adapter_spec
 
-__all__ = [
-    "ApiPlatform",
-    "DiscordPlatform",
-    "HttpListen",
-    "PlatformBase",
-    "PlatformsConfig",
-    "SlackPlatform",
-    "TelegramPlatform",
-    "TelegramWebhook",
-    "ToolProgress",
-]
-
-ToolProgress = Literal["off", "new", "all"]
-Port = int
+__all__ = ["PlatformsConfig", "validate_platforms"]
 
 
-class PlatformBase(ConfigModel):
-    """Keys every platform block has."""
+def validate_platforms(
+    raw: object, path: KeyPath = ("platforms",)
+) -> tuple[dict[str, PlatformSettings], list[Problem]]:
+    """Validate each block of the mapping `raw` (platform name → settings) with the settings
+    model of the adapter of that name. Blocks that already are settings models are kept.
 
-    enabled: bool = False
-    allowed_users: IdList = Field(default_factory=list)
-    allow_all: bool = False
-    """Explicitly open the platform to every user (otherwise unknown DM users get pairing)."""
-    require_mention: bool = True
-    """In groups, only messages that mention or reply to the bot reach the agent."""
-    tool_progress: ToolProgress | None = None
-    """Overrides `gateway.tool_progress` for this platform."""
-
-    def problems(self, prefix: str) -> list[Problem]:
-        return []
-
-
-class TelegramWebhook(ConfigModel):
-    host: str = "127.0.0.1"
-    port: Port = Field(default=8443, ge=1, le=65535)
-    path: str = "/telegram/webhook"
-    url: str | None = None
-    """Public HTTPS URL Telegram posts to."""
-    secret_token: OptSecret = None
-
-
-class TelegramPlatform(PlatformBase):
-    token: OptSecret = None
-    base_url: str = "https://api.telegram.org/bot"
-    base_file_url: str = "https://api.telegram.org/file/bot"
-    mode: Literal["polling", "webhook"] = "polling"
-    poll_timeout_s: float = Field(default=30.0, ge=0, le=300)
-    webhook: TelegramWebhook = Field(default_factory=TelegramWebhook)
-
-    def problems(self, prefix: str) -> list[Problem]:
-        out: list[Problem] = []
-        if not self.enabled:
-            return out
-        if self.token is None:
-            out.append(Problem(f"{prefix}.token", "required when the platform is enabled"))
-        if self.mode == "webhook":
-            if not self.webhook.url:
-                out.append(Problem(f"{prefix}.webhook.url", "required in webhook mode"))
-            if self.webhook.secret_token is None:
-                out.append(
-                    Problem(f"{prefix}.webhook.secret_token", "required in webhook mode")
-                )
-        return out
+    Returns the valid blocks and a problem per unknown platform, unknown key or invalid
+    value. Cross-key rules (`PlatformSettings.problems`) are not checked here. Must not raise.
+    """
+    if raw is None:
+        return {}, []
+    if not isinstance(raw, Mapping):
+        return {}, [Problem(format_path(path), "expected a mapping of platform name → settings, "
+                                               f"got {type(raw).__name__}")]
+    blocks: dict[str, PlatformSettings] = {}
+    problems: list[Problem] = []
+    for key, block in raw.items():
+        name, where = str(key), (*path, str(key))
+        if isinstance(block, PlatformSettings):
+            blocks[name] = block
+            continue
+        try:
+            model = adapter_spec(name).settings
+        except (AdapterNotFoundError, AdapterLoadError) as exc:
+            problems.append(Problem(format_path(where), str(exc)))
+            continue
+        data: Any = {} if block is None else block
+        if not isinstance(data, Mapping):
+            problems.append(Problem(format_path(where), "expected a mapping of settings, got "
+                                                        f"{type(data).__name__}"))
+            continue
+        unknown = unknown_keys(model, data, where)
+        problems += [Problem(format_path(u.path), f"unknown key{u.hint()}") for u in unknown]
+        try:
+            blocks[name] = model.model_validate(data)
+        except ValidationError as exc:
+            reported = {format_path(u.path) for u in unknown}
+            problems += problems_from(exc, data, where, reported=reported)
+    return blocks, problems
 
 
-class HttpListen(ConfigModel):
-    host: str = "127.0.0.1"
-    port: Port = Field(default=3000, ge=1, le=65535)
-    path: str = "/slack/events"
+class PlatformsConfig(RootModel[dict[str, SerializeAsAny[PlatformSettings]]]):
+    """The validated `platforms:` blocks by name, in config order (each its adapter's model).
 
+    Built by the loader; a raw mapping given directly is validated through the registry too
+    (its problems then surface as one validation error)."""
 
-class SlackPlatform(PlatformBase):
-    bot_token: OptSecret = None
-    app_token: OptSecret = None
-    signing_secret: OptSecret = None
-    mode: Literal["socket", "http"] = "socket"
-    api_base_url: str = "https://slack.com/api/"
-    http: HttpListen = Field(default_factory=HttpListen)
+    model_config = ConfigDict(frozen=True)
 
-    def problems(self, prefix: str) -> list[Problem]:
-        out: list[Problem] = []
-        if not self.enabled:
-            return out
-        if self.bot_token is None:
-            out.append(Problem(f"{prefix}.bot_token", "required when the platform is enabled"))
-        if self.mode == "socket" and self.app_token is None:
-            out.append(Problem(f"{prefix}.app_token", "required in socket mode"))
-        if self.mode == "http" and self.signing_secret is None:
-            out.append(Problem(f"{prefix}.signing_secret", "required in http mode"))
-        return out
+    root: dict[str, SerializeAsAny[PlatformSettings]] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _through_registry(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        blocks, problems = validate_platforms(data)
+        if problems:
+            raise ValueError("; ".join(str(p) for p in problems))
+        return blocks
 
-class DiscordPlatform(PlatformBase):
-    token: OptSecret = None
-    api_base_url: str = "https://discord.com/api/v10"
-    gateway_url: str | None = None
-    """Websocket URL of the Discord gateway; None lets the library discover it."""
+    def __getitem__(self, name: str) -> PlatformSettings:
+        return self.root[name]
 
-    def problems(self, prefix: str) -> list[Problem]:
-        if self.enabled and self.token is None:
-            return [Problem(f"{prefix}.token", "required when the platform is enabled")]
-        return []
+    def __contains__(self, name: object) -> bool:
+        return name in self.root
 
+    def get(self, name: str) -> PlatformSettings | None:
+        return self.root.get(name)
 
-class ApiPlatform(PlatformBase):
-    """OpenAI-compatible `/v1/chat/completions` server."""
-
-    host: str = "127.0.0.1"
-    port: Port = Field(default=8642, ge=0, le=65535)
-    api_keys: SecretList = Field(default_factory=list)
-    """Accepted bearer keys; requests without one of them get 401."""
-    require_mention: bool = False
-    tool_progress: ToolProgress | None = "off"
-    """HTTP clients get the reply text only (no tool-progress lines) unless set."""
-
-    def problems(self, prefix: str) -> list[Problem]:
-        if self.enabled and not self.api_keys and not self.allow_all:
-            return [
-                Problem(
-                    f"{prefix}.api_keys",
-                    "empty: the API would be open to anyone; add keys or set allow_all: true",
-                )
-            ]
-        return []
-
-
-class PlatformsConfig(ConfigModel):
-    """Built-in platforms; other keys are kept (see `plugin_blocks`) for plugin adapters."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, validate_default=True)
-
-    telegram: TelegramPlatform = Field(default_factory=TelegramPlatform)
-    slack: SlackPlatform = Field(default_factory=SlackPlatform)
-    discord: DiscordPlatform = Field(default_factory=DiscordPlatform)
-    api: ApiPlatform = Field(default_factory=ApiPlatform)
-
-    def builtin(self) -> dict[str, PlatformBase]:
-        return {"telegram": self.telegram, "slack": self.slack, "discord": self.discord,
-                "api": self.api}
+    def items(self) -> list[tuple[str, PlatformSettings]]:
+        return list(self.root.items())
 
     def enabled(self) -> list[str]:
-        """Names of enabled built-in platforms, plus plugin blocks with `enabled: true`."""
-        names = [n for n, p in self.builtin().items() if p.enabled]
-        names += [n for n, b in self.plugin_blocks().items() if b.get("enabled")]
-        return names
+        """Names of the enabled platforms, in config order."""
+        return [name for name, block in self.root.items() if block.enabled]
 
-    def plugin_blocks(self) -> dict[str, dict[str, Any]]:
-        """Raw config of platforms that are not built in (for entry-point adapters)."""
-        extra = self.model_extra or {}
-        return {k: v for k, v in extra.items() if isinstance(v, dict)}
+    def enabled_blocks(self) -> dict[str, PlatformSettings]:
+        """The enabled platforms' settings by name, in config order."""
+        return {name: block for name, block in self.root.items() if block.enabled}
+
+    def secret_values(self) -> list[str]:
+        """Every secret configured in any block."""
+        return [s for block in self.root.values() for s in block.secrets()]
 
     def problems(self, prefix: str = "platforms") -> list[Problem]:
-        out: list[Problem] = []
-        for name, block in self.builtin().items():
-            out += block.problems(f"{prefix}.{name}")
-        return out
+        """Each block's cross-key rules (`PlatformSettings.problems`), with full key paths."""
+        return [Problem(f"{prefix}.{name}.{p.key}", p.message)
+                for name, block in self.root.items() for p in block.problems()]

@@ -1,4 +1,6 @@
-"""Reply text → what an adapter sends: dialect conversion and splitting per capabilities."""
+"""Reply text → what an adapter sends: dialect conversion and splitting per capabilities.
+
+The dialect is the adapter's declared name, passed through to `hermes_common.text`."""
 
 from __future__ import annotations
 
@@ -7,12 +9,12 @@ import functools
 
 from gateway.delivery.stream import Rendered
 from gateway.ports import Capabilities
-from hermes_common.text import Measure, render_parts, split_message, truncate_preview
+from hermes_common.text import PLAIN, Measure, render_reply, truncate_preview
 
 __all__ = ["preview_text", "render_final", "render_plain"]
 
 _OFFLOAD_CHARS = 8_000
-_HEAD_SLACK = 64
+_HEAD_MARGIN = 64
 
 
 def _limit(caps: Capabilities) -> int:
@@ -20,11 +22,9 @@ def _limit(caps: Capabilities) -> int:
 
 
 def _render(md: str, caps: Capabilities, dialect: str) -> Rendered:
-    if dialect == "markdown":
-        parts = split_message(md, limit=_limit(caps), measure=caps.length_measure) if md else []
-        return Rendered(parts=parts, formatted=True)
-    parts = render_parts(md, dialect=dialect, limit=_limit(caps), measure=caps.length_measure)
-    return Rendered(parts=parts, formatted=dialect != "plain")
+    parts, formatted = render_reply(md, dialect=dialect, limit=_limit(caps),
+                                    measure=caps.length_measure)
+    return Rendered(parts=parts, formatted=formatted)
 
 
 async def render_final(md: str, caps: Capabilities) -> Rendered:
@@ -36,7 +36,7 @@ async def render_final(md: str, caps: Capabilities) -> Rendered:
 
 def render_plain(md: str, caps: Capabilities) -> Rendered:
     """The plain-text fallback for a platform that rejected the formatted text."""
-    r = _render(md, caps, "plain")
+    r = _render(md, caps, PLAIN)
     return Rendered(parts=r.parts, formatted=False)
 
 
@@ -46,8 +46,8 @@ def preview_text(text: str, caps: Capabilities) -> str:
     cut never looks past it), and a head already cut once is answered from a small cache,
     so an over-long reply that keeps growing costs a slice and a lookup per edit."""
     limit = _limit(caps)
-    if len(text) > limit + _HEAD_SLACK:  # more code points than fit in any measure
-        return _truncated(text[: limit + _HEAD_SLACK], limit, caps.length_measure)
+    if len(text) > limit + _HEAD_MARGIN:  # more code points than fit in any measure
+        return _truncated(text[: limit + _HEAD_MARGIN], limit, caps.length_measure)
     return truncate_preview(text, limit, caps.length_measure)
 
 

@@ -20,9 +20,18 @@ from hermes_common.text.markdown import (
     to_telegram_markdown_v2,
 )
 from hermes_common.text.measure import Measure, text_length
-from hermes_common.text.split import MIN_LIMIT, part_marker, split_chunks
+from hermes_common.text.split import MIN_LIMIT, part_marker, split_chunks, split_message
 
-__all__ = ["FORMATTERS", "MIN_RENDER_LIMIT", "render_parts", "render_preview"]
+__all__ = [
+    "DIALECT_NAMES",
+    "FORMATTERS",
+    "MARKDOWN",
+    "MIN_RENDER_LIMIT",
+    "PLAIN",
+    "render_parts",
+    "render_preview",
+    "render_reply",
+]
 
 MIN_RENDER_LIMIT = 256
 _MAX_DEPTH = 8
@@ -36,6 +45,13 @@ FORMATTERS: Mapping[str, Callable[[str], str]] = MappingProxyType(
         "plain": to_plain,
     }
 )
+MARKDOWN = "markdown"
+"""The dialect of platforms that render Markdown themselves: replies are split, not converted."""
+PLAIN = "plain"
+"""Plain text without markup (also every platform's fallback when formatting is rejected)."""
+DIALECT_NAMES: frozenset[str] = frozenset(FORMATTERS) | {MARKDOWN}
+"""Every dialect an adapter may declare (`Capabilities.dialect`)."""
+
 _MARKER_ESCAPE: Mapping[str, Callable[[str], str]] = MappingProxyType(
     {"telegram_markdown_v2": escape_markdown_v2}
 )
@@ -160,3 +176,20 @@ def render_preview(
     if len(heads) > 1 or len(parts) > 1:
         return parts[0] + tail
     return parts[0]
+
+
+def render_reply(
+    md: str, *, dialect: str, limit: int, measure: Measure = "utf16"
+) -> tuple[list[str], bool]:
+    """The parts to send for the Markdown reply `md` in `dialect` (one of `DIALECT_NAMES`),
+    and whether they carry the dialect's markup (False for plain text). `MARKDOWN` is split
+    only; every other dialect is converted and split by `render_parts`.
+
+    Raises:
+        ValueError: unknown dialect, or `limit` below `MIN_RENDER_LIMIT`.
+    """
+    if dialect == MARKDOWN:
+        if limit < MIN_RENDER_LIMIT:
+            raise ValueError(f"limit must be at least {MIN_RENDER_LIMIT}, got {limit}")
+        return (split_message(md, limit=limit, measure=measure) if md else []), True
+    return render_parts(md, dialect=dialect, limit=limit, measure=measure), dialect != PLAIN

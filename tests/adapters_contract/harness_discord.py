@@ -10,7 +10,8 @@ from pathlib import Path
 
 import structlog
 
-from adapters.discord import DiscordAdapter, create
+from adapters.discord import SPEC
+from adapters.discord.adapter import DiscordAdapter
 from gateway.events import MessageEvent
 from gateway.ports import AdapterContext
 from gateway.supervision_types import MemoryCursorStore as MemoryCursors
@@ -54,7 +55,7 @@ class DiscordHarness:
 
     async def __aenter__(self) -> DiscordHarness:
         await self.fake.start()
-        self.adapter = create("discord", self.fake.settings(guild_ready_timeout_s=0.05))
+        self.adapter = SPEC.create("discord", self.fake.settings(guild_ready_timeout_s=0.05))
         return self
 
     async def __aexit__(self, *exc: object) -> None:

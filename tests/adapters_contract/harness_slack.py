@@ -9,7 +9,8 @@ import logging
 import mimetypes
 from pathlib import Path
 
-from adapters.slack import SlackAdapter, create
+from adapters.slack import SPEC
+from adapters.slack.adapter import SlackAdapter
 from gateway.events import MessageEvent
 from gateway.ports import AdapterContext
 from tests.adapters_contract.protocol import BotMessage
@@ -46,7 +47,7 @@ class SlackHarness:
         for name in ("adapters.slack.sdk", "adapters.slack.bolt"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
         await self.fake.start()
-        self.adapter = create("slack", {
+        self.adapter = SPEC.create("slack", {
             "bot_token": self.fake.bot_token, "app_token": self.fake.app_token,
             "api_base_url": self.fake.api_url, "ping_interval_s": 0.3, "timeout_s": 5})
         return self

@@ -10,7 +10,7 @@ from typing import Any
 
 import structlog
 
-from adapters.telegram import TelegramAdapter
+from adapters.telegram.adapter import TelegramAdapter
 from gateway.events import MessageEvent
 from gateway.ports import AdapterContext
 from gateway.supervision_types import MemoryCursorStore as _Cursors

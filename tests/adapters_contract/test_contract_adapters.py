@@ -18,7 +18,9 @@ import pytest
 import pytest_asyncio
 
 from gateway.events import ChatType, ErrorKind, OutboundAttachment, OutboundMessage
-from hermes_common.text import split_message, text_length
+from gateway.ports import PlatformSettings, RateProfile
+from gateway.registry import adapter_spec
+from hermes_common.text import DIALECT_NAMES, split_message, text_length
 
 HARNESSES = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
                    if m.name.startswith("harness_"))
@@ -178,3 +180,18 @@ async def test_reconnect_after_drop(h: Any) -> None:
     await h.user_says("after the drop")
     evs = await h.wait_emitted(2, timeout_s=15)
     assert "after the drop" in evs[1].text
+
+
+async def test_declares_what_the_gateway_reads(h: Any) -> None:
+    """What differs per platform is declared, never looked up by name in the gateway: the
+    markup dialect (a name the text package knows), the rate profile, the settings model with
+    the keys every platform shares, a format hint, and, once connected, the bot's identity."""
+    adapter = h.adapter
+    caps = adapter.capabilities
+    assert caps.dialect in DIALECT_NAMES
+    assert isinstance(caps.rate_profile, RateProfile) and caps.rate_profile.per_chat.windows
+    assert isinstance(adapter.settings, PlatformSettings)
+    assert isinstance(adapter.settings, adapter_spec(h.platform).settings)
+    assert adapter.format_hint
+    assert adapter.identity is not None and adapter.identity.id and adapter.identity.username
+    assert adapter.bot_username == adapter.identity.username

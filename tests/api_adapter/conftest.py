@@ -14,7 +14,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.api import ApiAdapter, create
+from adapters.api import SPEC
+from adapters.api.adapter import ApiAdapter
 from gateway.events import MessageEvent, OutboundMessage
 from gateway.ports import AdapterContext, CursorStore
 
@@ -83,8 +84,11 @@ def joined_content(payloads: list[Any]) -> str:
 
 
 @contextlib.asynccontextmanager
-async def running(settings: dict[str, Any], tmp_path: Path) -> AsyncIterator[Harness]:
-    adapter = create("api", {"host": "127.0.0.1", "port": 0, **settings})
+async def running(
+    settings: dict[str, Any], tmp_path: Path, *, adapter: ApiAdapter | None = None
+) -> AsyncIterator[Harness]:
+    """Start `adapter` (default: one built from `settings` on an ephemeral port)."""
+    adapter = adapter or SPEC.create("api", {"host": "127.0.0.1", "port": 0, **settings})
     connected = asyncio.Event()
     stop_event = asyncio.Event()
     harness = Harness(adapter=adapter, base_url="")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import aiohttp
 
-from adapters.api import ApiAdapter
+from adapters.api.adapter import ApiAdapter
 from gateway.events import ChatType, MessageEvent, OutboundMessage
 
 from .conftest import KEY, OTHER_KEY, Harness, chat_body, running

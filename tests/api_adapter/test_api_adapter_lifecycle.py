@@ -9,9 +9,10 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from pydantic import BaseModel, SecretStr
+from pydantic import ValidationError
 
-from adapters.api import ApiAdapter, ApiSettings, create
+from adapters.api import SPEC, ApiSettings
+from adapters.api.adapter import ApiAdapter
 from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage
 from gateway.ports import AdapterContext, AdapterError, CursorStore
 
@@ -20,23 +21,18 @@ from .conftest import KEY, Harness, chat_body, running
 CHAT = "/v1/chat/completions"
 
 
-class _PydanticApi(BaseModel):
-    enabled: bool = True
-    host: str = "127.0.0.1"
-    port: int = 0
-    api_keys: list[SecretStr] = []
-
-
-def test_settings_accept_dict_pydantic_and_comma_string() -> None:
-    from_model = create("api", _PydanticApi(api_keys=[SecretStr("a"), SecretStr("b")])).settings
-    assert from_model.api_keys == ("a", "b") and from_model.port == 0
-    assert ApiSettings.from_any({"api_keys": " a , b,,"}).api_keys == ("a", "b")
-    assert ApiSettings.from_any(None).api_keys == ()
-    assert "secret-value" not in repr(ApiSettings.from_any({"api_keys": ["secret-value"]}))
+def test_settings_accept_the_model_a_dict_and_a_comma_string() -> None:
+    from_model = SPEC.create("api", ApiSettings(api_keys=["a", "b"], port=0)).settings
+    assert from_model.keys() == ("a", "b") and from_model.port == 0
+    assert ApiSettings.coerce({"api_keys": " a , b,,"}).keys() == ("a", "b")
+    assert ApiSettings.coerce(None).keys() == ()
+    assert "secret-value" not in repr(ApiSettings.coerce({"api_keys": ["secret-value"]}))
+    with pytest.raises(ValidationError, match="max_body_byte"):
+        ApiSettings.coerce({"max_body_byte": 1024})
 
 
 def test_capabilities() -> None:
-    caps = create("api", {}).capabilities
+    caps = SPEC.create("api", {}).capabilities
     assert caps.edit and caps.trusted_auth
     assert not (caps.typing or caps.media or caps.threads)
     assert caps.max_length >= 1_000_000 and caps.dialect == "markdown"
@@ -98,7 +94,7 @@ async def test_port_in_use_raises_adapter_error(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        adapter = create("api", {"port": port, "api_keys": [KEY]})
+        adapter = SPEC.create("api", {"port": port, "api_keys": [KEY]})
         ctx = AdapterContext(
             name="api",
             emit=_refuse,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from adapters.api import ApiAdapter
+from adapters.api.adapter import ApiAdapter
 from gateway.events import MessageEvent, OutboundMessage
 
 from .conftest import KEY, Harness

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import aiohttp
 
-from adapters.api import ApiAdapter
+from adapters.api.adapter import ApiAdapter
 from gateway.events import MessageEvent, OutboundMessage
 
 from .conftest import KEY, Harness, chat_body, joined_content, read_sse, running

@@ -1,47 +1,94 @@
-"""docs/configuration.md documents every key of the models, and its example is valid."""
+"""docs/configuration.md and the models cannot drift: every key of every model (the adapters'
+settings models included, found through the registry) has a row in the key tables, every row
+names a key some model has, each row's default is the model's, and the example is valid."""
 
 from __future__ import annotations
 
 import re
-import typing
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from gateway.config.load import parse_config
 from gateway.config.models import HermesConfig
+from gateway.ports import PlatformSettings
+from gateway.registry import adapter_spec, available_adapters
+from tests.config.model_keys import leaves
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
-COMMON = {"enabled", "allowed_users", "allow_all", "require_mention", "tool_progress"}
+COMMON = set(PlatformSettings.model_fields)
+PLATFORMS = ("platforms", "<platform>")
+_ROW = re.compile(r"^\| `([^`]+)` \| ([^|]*) \|", re.M)
 
 
-def _leaves(model: type[BaseModel], prefix: str) -> list[str]:
-    out: list[str] = []
-    for name, field in model.model_fields.items():
-        path = f"{prefix}.{name}" if prefix else name
-        ann = field.annotation
-        args = typing.get_args(ann)
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            out += _leaves(ann, path)
-        elif typing.get_origin(ann) is dict and args and isinstance(args[1], type) and issubclass(
-            args[1], BaseModel
-        ):
-            out += _leaves(args[1], f"{path}.<name>")
-        else:
-            out.append(path)
-    return out
+def model_keys() -> dict[str, FieldInfo]:
+    """Every key path of the contract → its field (common platform keys once, generically)."""
+    keys = {".".join(k): f for k, f in leaves(HermesConfig).items() if k[0] != "platforms"}
+    keys.update({".".join(k): f for k, f in leaves(PlatformSettings, PLATFORMS).items()})
+    for name in available_adapters():
+        for key, field in leaves(adapter_spec(name).settings, ("platforms", name)).items():
+            if key[2] not in COMMON:
+                keys[".".join(key)] = field
+    return keys
 
 
-def test_every_key_is_documented() -> None:
-    text = DOC.read_text(encoding="utf-8")
+def doc_rows() -> dict[str, str]:
+    """Key path → its "Default" cell, for every row of the tables of the "Keys" section."""
+    text = DOC.read_text("utf-8")
+    section = text[text.index("\n## Keys\n"):text.index("\n## A complete example")]
+    return {m.group(1): m.group(2).strip() for m in _ROW.finditer(section)}
+
+
+def _default_matches(cell: str, field: FieldInfo) -> bool:
+    value = field.get_default(call_default_factory=True)
+    if value is None:
+        return cell.startswith("—")
+    shown = re.match(r"`([^`]*)`", cell)
+    if shown is None:
+        return False
+    text = shown.group(1)
+    if isinstance(value, bool):
+        return text == str(value).lower()
+    if isinstance(value, int | float):
+        try:
+            return float(text) == float(value)
+        except ValueError:
+            return False
+    if isinstance(value, list | dict):
+        return text == ("[]" if isinstance(value, list) else "{}") and not value
+    return text == str(value)
+
+
+def test_every_model_key_is_documented() -> None:
+    rows = doc_rows()
+    assert sorted(set(model_keys()) - set(rows)) == []
+
+
+def test_every_documented_key_exists_in_a_model() -> None:
+    assert sorted(set(doc_rows()) - set(model_keys())) == []
+
+
+def test_documented_defaults_are_the_models() -> None:
+    rows, keys = doc_rows(), model_keys()
+    wrong = {k: rows[k] for k in keys.keys() & rows.keys()
+             if not _default_matches(rows[k], keys[k])}
+    assert wrong == {}
+
+
+def test_adapter_defaults_of_the_shared_keys_are_documented() -> None:
+    """An adapter that changes the default of a key every platform has says so in that row:
+    `true` (`false` for `api`)."""
+    rows = doc_rows()
     missing = []
-    for path in _leaves(HermesConfig, ""):
-        parts = path.split(".")
-        if parts[0] == "platforms" and parts[-1] in COMMON and len(parts) == 3:
-            path = f"platforms.<platform>.{parts[-1]}"
-        if f"`{path}`" not in text:
-            missing.append(path)
+    for name in available_adapters():
+        model = adapter_spec(name).settings
+        for key in COMMON:
+            value = model.model_fields[key].get_default(call_default_factory=True)
+            if value != PlatformSettings.model_fields[key].get_default(call_default_factory=True):
+                shown = str(value).lower() if isinstance(value, bool) else str(value)
+                if f"`{shown}` for `{name}`" not in rows[f"platforms.<platform>.{key}"]:
+                    missing.append(f"{name}.{key}")
     assert missing == []
 
 

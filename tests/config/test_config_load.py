@@ -1,4 +1,5 @@
-"""Loading config.yaml + .env: precedence, validation errors, unknown-key warnings."""
+"""Loading config.yaml + .env: precedence, validation errors, unknown-key warnings, and the
+`platforms:` blocks validated by each adapter's own settings model."""
 
 from __future__ import annotations
 
@@ -71,18 +72,56 @@ def test_unknown_keys_warn_with_full_path(home_dir: Path) -> None:
     root = _profile(
         home_dir,
         "gateway:\n  busy_mod: queue\n  health: {prot: 1}\n"
-        "platforms:\n  telegram: {tokn: x}\n  matrix: {enabled: true}\n"
         "providers:\n  main: {modle: m}\nbogus: 1\n",
     )
     loaded = load_config(root, environ={})
     text = "\n".join(loaded.warnings)
     assert "gateway.busy_mod" in text and "'busy_mode'" in text
     assert "gateway.health.prot" in text
-    assert "platforms.telegram.tokn" in text and "'token'" in text
     assert "providers.main.modle" in text
     assert "unknown key bogus" in text
-    assert "platforms.matrix" in text and "plugin" in text
-    assert loaded.config.platforms.plugin_blocks() == {"matrix": {"enabled": True}}
+
+
+def test_unknown_platform_key_is_an_error_with_a_hint(home_dir: Path) -> None:
+    root = _profile(
+        home_dir,
+        "platforms:\n  telegram: {enabled: true, token: '1:x', tokn: x, webhook: {prot: 1}}\n"
+        "  slack: {bot_tokn: x}\n",
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(root, environ={})
+    found = {p.path: p.message for p in err.value.problems}
+    assert found == {
+        "platforms.telegram.tokn": "unknown key (did you mean 'token'?)",
+        "platforms.telegram.webhook.prot": "unknown key (did you mean 'port'?)",
+        "platforms.slack.bot_tokn": "unknown key (did you mean 'bot_token'?)",
+    }
+
+
+def test_unknown_platform_lists_the_available_adapters(home_dir: Path) -> None:
+    root = _profile(home_dir, "platforms:\n  telegarm: {enabled: true}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(root, environ={})
+    (problem,) = err.value.problems
+    assert problem.path == "platforms.telegarm"
+    assert "did you mean 'telegram'?" in problem.message
+    for name in ("api", "discord", "fake", "slack", "telegram"):
+        assert name in problem.message
+
+
+def test_platform_blocks_are_the_adapters_models() -> None:
+    from adapters.api import ApiSettings
+    from adapters.telegram import TelegramSettings
+
+    cfg, _, _ = parse_config({"platforms": {
+        "telegram": {"conflict_retries": 9},
+        "api": {"max_body_bytes": 1024, "turn_timeout_s": 5, "keepalive_s": 2,
+                "model_name": "house-model"}}}, env={})
+    telegram, api = cfg.platforms["telegram"], cfg.platforms["api"]
+    assert isinstance(telegram, TelegramSettings) and telegram.conflict_retries == 9
+    assert isinstance(api, ApiSettings)
+    assert (api.max_body_bytes, api.turn_timeout_s, api.keepalive_s, api.model_name) == (
+        1024, 5, 2, "house-model")
 
 
 @pytest.mark.parametrize(
@@ -100,6 +139,12 @@ def test_unknown_keys_warn_with_full_path(home_dir: Path) -> None:
             "required",
         ),
         ("platforms:\n  api: {enabled: true}\n", "platforms.api.api_keys", "allow_all"),
+        ("platforms:\n  api: {enabled: true, allowed_users: ['*'], api_keys: [k]}\n",
+         "platforms.api.allowed_users", "allow_all: true"),
+        ("platforms:\n  telegram: {conflict_retries: 0}\n", "platforms.telegram.conflict_retries",
+         "greater than or equal to 1"),
+        ("platforms:\n  api: {max_body_bytes: lots}\n", "platforms.api.max_body_bytes",
+         "integer"),
         ("model:\n  provider: nowhere\n", "model.provider", "unknown provider"),
         ("model:\n  fallback: [main, gone]\n", "model.fallback[1]", "unknown provider"),
         ("agent:\n  toolsets: 5\n", "agent.toolsets", "list"),
@@ -150,7 +195,7 @@ def test_coercions_user_ids_keys_and_ratio() -> None:
         env={},
     )
     assert cfg.gateway.allowed_users == ["12345", "678"]
-    assert cfg.platforms.telegram.allowed_users == ["111", "222"]
+    assert cfg.platforms["telegram"].allowed_users == ["111", "222"]
     assert cfg.provider().keys() == ["sk-aaaaaaaaaaaa", "sk-bbbbbbbbbbbb"]
     assert cfg.compression.summary_target_ratio == 0.80
     assert cfg.compression.model_thresholds == {"gpt-4": 0.7}
@@ -161,7 +206,7 @@ def test_empty_expansion_means_unset_secret() -> None:
     cfg, _, _ = parse_config(
         {"platforms": {"telegram": {"token": "${TG:-}"}}}, env={}
     )
-    assert cfg.platforms.telegram.token is None
+    assert cfg.platforms["telegram"].token is None
 
 
 def test_loaded_secrets_are_registered_for_redaction(home_dir: Path) -> None:

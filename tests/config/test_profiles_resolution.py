@@ -133,7 +133,7 @@ def test_two_profiles_same_config_are_isolated(home_dir: Path) -> None:
         homes[name] = (h, token)
     loaded = {n: load_config(h, environ={}) for n, (h, _) in homes.items()}
     for name, (h, token) in homes.items():
-        tg = loaded[name].config.platforms.telegram.token
+        tg = loaded[name].config.platforms["telegram"].token
         assert tg is not None and tg.get_secret_value() == token
         assert paths(h).state_db.parent == h
     assert paths(homes["alpha"][0]).state_db != paths(homes["beta"][0]).state_db

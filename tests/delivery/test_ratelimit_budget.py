@@ -1,4 +1,5 @@
-"""Per-chat outbound rate budgets driven by a manual clock (no real sleeping)."""
+"""Per-chat outbound rate budgets driven by a manual clock (no real sleeping), with the rate
+profiles the adapters declare."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import asyncio
 
 import pytest
 
+from adapters.discord.adapter import RATE_PROFILE as DISCORD
+from adapters.telegram.adapter import RATE_PROFILE as TELEGRAM
 from gateway.ratelimit import (
-    DEFAULT_SPECS,
     BudgetClosed,
     BudgetSpec,
     ChatRateBudget,
@@ -15,8 +17,11 @@ from gateway.ratelimit import (
     Kind,
     ManualClock,
     RateBudgets,
+    RateProfile,
     RateWindow,
 )
+
+SLACK = RateProfile()  # what the Slack adapter declares: one message a second per channel
 
 
 @pytest.fixture
@@ -32,9 +37,9 @@ def budgets(clock: ManualClock) -> RateBudgets:
 async def test_retry_after_slows_that_chat_and_not_others(
     budgets: RateBudgets, clock: ManualClock
 ) -> None:
-    budgets.throttle("telegram", "A", retry_after=30.0)
-    a = budgets.for_chat("telegram", "A")
-    b = budgets.for_chat("telegram", "B")
+    budgets.throttle(TELEGRAM, "A", retry_after=30.0)
+    a = budgets.for_chat(TELEGRAM, "A")
+    b = budgets.for_chat(TELEGRAM, "B")
     with pytest.raises(Deferred) as info:
         await a.acquire(Kind.FINAL, max_wait=5.0)
     assert info.value.until == pytest.approx(1_030.0)
@@ -47,7 +52,7 @@ async def test_retry_after_slows_that_chat_and_not_others(
 
 
 async def test_final_waits_out_a_short_throttle(budgets: RateBudgets, clock: ManualClock) -> None:
-    chat = budgets.for_chat("telegram", "42")
+    chat = budgets.for_chat(TELEGRAM, "42")
     chat.throttle(3.0)
     task = asyncio.create_task(chat.acquire("final"))
     await clock.advance(2.0)
@@ -57,7 +62,7 @@ async def test_final_waits_out_a_short_throttle(budgets: RateBudgets, clock: Man
 
 
 async def test_newest_hint_wins_even_when_shorter(budgets: RateBudgets, clock: ManualClock) -> None:
-    chat = budgets.for_chat("slack", "C1")
+    chat = budgets.for_chat(SLACK, "C1")
     chat.throttle(120.0)
     chat.throttle(2.0)
     assert chat.throttled_until == pytest.approx(1_002.0)
@@ -73,7 +78,7 @@ async def test_newest_hint_wins_even_when_shorter(budgets: RateBudgets, clock: M
 async def test_hint_arriving_while_waiting_defers_the_waiter(
     budgets: RateBudgets, clock: ManualClock
 ) -> None:
-    chat = budgets.for_chat("telegram", "7")
+    chat = budgets.for_chat(TELEGRAM, "7")
     chat.throttle(2.0)
     task = asyncio.create_task(chat.acquire(Kind.FINAL, max_wait=10.0))
     await clock.advance(1.0)
@@ -87,7 +92,7 @@ async def test_hint_arriving_while_waiting_defers_the_waiter(
 async def test_bounded_wait_returns_deferred_without_sleeping(
     budgets: RateBudgets, clock: ManualClock
 ) -> None:
-    chat = budgets.for_chat("telegram", "9")
+    chat = budgets.for_chat(TELEGRAM, "9")
     chat.throttle(900.0)
     with pytest.raises(Deferred) as info:
         await asyncio.wait_for(chat.acquire(Kind.FINAL), timeout=1.0)
@@ -98,8 +103,8 @@ async def test_bounded_wait_returns_deferred_without_sleeping(
 
 async def test_cosmetic_traffic_is_shed_first(clock: ManualClock) -> None:
     budgets = RateBudgets(clock=clock)
-    group = budgets.for_chat("telegram", "-100", chat_type="group")
-    assert group.spec == DEFAULT_SPECS["telegram"]["*"]
+    group = budgets.for_chat(TELEGRAM, "-100", chat_type="group")
+    assert group.spec == TELEGRAM.per_chat
     assert group.try_acquire(Kind.TYPING)
     await clock.advance(1.0)
     for _ in range(24):  # 1/s for 24 s drains the 20/min bucket down to its reserve
@@ -115,7 +120,7 @@ async def test_cosmetic_traffic_is_shed_first(clock: ManualClock) -> None:
 async def test_cosmetic_refused_while_a_final_waits_and_after_throttle(
     budgets: RateBudgets, clock: ManualClock
 ) -> None:
-    chat = budgets.for_chat("discord", "chan")
+    chat = budgets.for_chat(DISCORD, "chan")
     for _ in range(5):
         assert chat.try_acquire(Kind.SEND)
     assert chat.try_acquire(Kind.SEND) is False
@@ -161,22 +166,31 @@ async def test_specs_are_data(clock: ManualClock) -> None:
     assert [chat.try_acquire("send") for _ in range(4)] == [True, True, True, False]
     unlimited = budgets.for_chat("other", "y")
     assert all(unlimited.try_acquire("send") for _ in range(100))
-    assert RateBudgets().spec_for("telegram", "dm").windows == (RateWindow(1, 1.0),)
+    assert RateBudgets().spec_for("no-such-profile", "dm").windows == (RateWindow(1, 1.0),)
+
+
+def test_a_declared_profile_picks_the_spec_by_chat_type() -> None:
+    budgets = RateBudgets()
+    assert budgets.spec_for(TELEGRAM, "dm").windows == (RateWindow(1, 1.0),)
+    assert budgets.spec_for(TELEGRAM, "group").windows == (RateWindow(1, 1.0),
+                                                           RateWindow(20, 60.0))
+    assert budgets.spec_for(DISCORD, "thread").windows == (RateWindow(5, 5.0),)
+    assert budgets.spec_for(RateProfile(per_chat=BudgetSpec(())), "dm").windows == ()
 
 
 async def test_idle_budgets_are_evicted(budgets: RateBudgets, clock: ManualClock) -> None:
     for i in range(200):
-        budgets.for_chat("telegram", str(i)).try_acquire(Kind.SEND)
-    budgets.throttle("telegram", "busy", retry_after=1_000.0)
+        budgets.for_chat(TELEGRAM, str(i)).try_acquire(Kind.SEND)
+    budgets.throttle(TELEGRAM, "busy", retry_after=1_000.0)
     assert len(budgets) == 201
     await clock.advance(400.0)
-    budgets.for_chat("telegram", "fresh")
+    budgets.for_chat(TELEGRAM, "fresh")
     assert len(budgets) == 2
-    assert budgets.for_chat("telegram", "busy").throttled_until > clock.now()
+    assert budgets.for_chat(TELEGRAM, "busy").throttled_until > clock.now()
 
 
 async def test_close_wakes_waiters(budgets: RateBudgets, clock: ManualClock) -> None:
-    chat = budgets.for_chat("telegram", "1")
+    chat = budgets.for_chat(TELEGRAM, "1")
     chat.throttle(5.0)
     task = asyncio.create_task(chat.acquire(Kind.FINAL))
     await clock.advance(0.0)
@@ -184,5 +198,5 @@ async def test_close_wakes_waiters(budgets: RateBudgets, clock: ManualClock) -> 
     await clock.advance(0.0)
     assert isinstance(task.exception(), BudgetClosed)
     with pytest.raises(BudgetClosed):
-        budgets.for_chat("telegram", "1")
+        budgets.for_chat(TELEGRAM, "1")
     assert chat.try_acquire(Kind.SEND) is False

@@ -7,7 +7,7 @@ import json
 
 import aiohttp
 
-from adapters.api import create
+from adapters.api import SPEC
 from gateway.paths import ProfilePaths, ensure_profile_dirs
 from gateway.runner import GatewayRunner
 from tests.fakes.openai_server import text
@@ -38,7 +38,7 @@ async def test_delivery_api_adapter_stream_and_plain_reply_are_exact(tmp_path, m
     streamed = " ".join(f"token{i}" for i in range(80)) + "."
     plain = "**Bold** answer with `code`."
     model.enqueue(text(streamed, chunk_chars=7, delay_s=0.01), text(plain))
-    adapter = create("api", {"host": "127.0.0.1", "port": 0, "api_keys": [KEY]})
+    adapter = SPEC.create("api", {"host": "127.0.0.1", "port": 0, "api_keys": [KEY]})
     paths = ensure_profile_dirs(ProfilePaths(tmp_path))
     runner = GatewayRunner(make_config(model, gateway__streaming__edit_interval_s=0.05), paths,
                            adapters={"api": adapter}, health_port=0)

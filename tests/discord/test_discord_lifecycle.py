@@ -9,9 +9,10 @@ import pytest
 import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
+from pydantic import ValidationError
 
-from adapters.discord import DiscordSettings, apply_endpoints, create
-from gateway.config.platforms import DiscordPlatform
+from adapters.discord import SPEC, DiscordSettings
+from adapters.discord.endpoints import apply_endpoints
 from gateway.events import OutboundMessage
 from gateway.ports import AdapterAuthError
 from tests.adapters_contract.harness_discord import DiscordHarness
@@ -55,7 +56,7 @@ async def test_outbound_keeps_working_after_a_drop(discord_h: DiscordHarness) ->
 
 async def test_refused_token_is_an_auth_error(tmp_path: Path) -> None:
     async with DiscordHarness(tmp_path) as h:
-        h.adapter = create("discord", h.fake.settings(token="wrong-token"))
+        h.adapter = SPEC.create("discord", h.fake.settings(token="wrong-token"))
         with pytest.raises(AdapterAuthError) as info:
             await h.start()
         assert "wrong-token" not in str(info.value)
@@ -64,7 +65,7 @@ async def test_refused_token_is_an_auth_error(tmp_path: Path) -> None:
 
 
 async def test_missing_token_is_an_auth_error(tmp_path: Path) -> None:
-    adapter = create("discord", {"api_base_url": "http://127.0.0.1:9/api/v10"})
+    adapter = SPEC.create("discord", {"api_base_url": "http://127.0.0.1:9/api/v10"})
     async with DiscordHarness(tmp_path) as h:
         with pytest.raises(AdapterAuthError):
             await adapter.start(h.context())
@@ -123,20 +124,21 @@ def test_apply_endpoints_without_gateway_keeps_the_default() -> None:
     assert Route.BASE == ORIGINAL_BASE
 
 
-def test_settings_from_the_config_model_redact_the_token() -> None:
-    model = DiscordPlatform(enabled=True, token="s3cr3t-token",
+def test_settings_model_redacts_the_token() -> None:
+    model = DiscordSettings(enabled=True, token="s3cr3t-token",
                             api_base_url="http://127.0.0.1:5/api/v10/",
                             gateway_url="ws://127.0.0.1:5/gateway")
-    settings = DiscordSettings.from_any(model)
-    assert settings.token == "s3cr3t-token"
-    assert settings.api_base_url == "http://127.0.0.1:5/api/v10"
-    assert settings.gateway_url == "ws://127.0.0.1:5/gateway"
-    assert "s3cr3t" not in repr(settings) and "s3cr3t" not in str(settings)
-    defaults = DiscordSettings.from_any(None)
+    assert model.plain_token() == "s3cr3t-token" == model.credential()
+    assert model.api_base_url == "http://127.0.0.1:5/api/v10"
+    assert model.gateway_url == "ws://127.0.0.1:5/gateway"
+    assert "s3cr3t" not in repr(model) and "s3cr3t" not in str(model)
+    with pytest.raises(ValidationError, match="max_ratelimit_wait_s"):
+        DiscordSettings(max_ratelimit_wait_s=10)  # discord.py requires at least 30
+    defaults = DiscordSettings()
     assert defaults.api_base_url == "https://discord.com/api/v10"
     assert defaults.reidentify_delay_s == 5.0  # Discord's IDENTIFY limit, kept in production
     assert defaults.max_ratelimit_wait_s == 30.0
-    adapter = create("discord", model)
+    adapter = SPEC.create("discord", model)
     assert adapter.capabilities.max_length == 2000
     assert adapter.capabilities.dialect == "discord"
     assert adapter.capabilities.liveness_window_s > 41.25  # above the heartbeat interval
@@ -158,7 +160,7 @@ def test_overlapping_overrides_restore_the_originals_last() -> None:
 async def test_invalidated_session_identifies_again(tmp_path: Path) -> None:
     async with DiscordHarness(tmp_path) as h:
         # the production pause (5 s, Discord's IDENTIFY limit) is shortened for the test
-        h.adapter = create("discord", h.fake.settings(guild_ready_timeout_s=0.05,
+        h.adapter = SPEC.create("discord", h.fake.settings(guild_ready_timeout_s=0.05,
                                                       reidentify_delay_s=0.05))
         await h.start()
         await _invalidate_and_recover(h)

@@ -8,7 +8,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
-from adapters.api import ApiAdapter
+from adapters.api.adapter import ApiAdapter
 from tests.fakes.openai_server import text
 from tests.gateway.runtime_harness import runner_for
 

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from adapters.fake import FakeAdapter, create
+from adapters.fake import SPEC, FakeAdapter
 from gateway.events import ChatType, ErrorKind, OutboundAttachment, OutboundMessage
 from gateway.ports import AdapterContext
 from gateway.supervisor import MemoryCursorStore
@@ -204,7 +205,12 @@ async def test_wait_for_messages_sees_a_later_send(running: Factory) -> None:
 
 
 def test_create_reads_switches_from_settings() -> None:
-    fake = create("fake2", {"edit": False, "max_length": 10, "unknown_key": 1})
+    fake = SPEC.create("fake2", {"edit": False, "max_length": 10, "dialect": "slack_mrkdwn"})
     assert fake.name == "fake2"
     assert (fake.capabilities.edit, fake.capabilities.max_length) == (False, 10)
-    assert create("plain", None).capabilities.edit is True
+    assert fake.capabilities.dialect == "slack_mrkdwn"
+    assert SPEC.create("plain", None).capabilities.edit is True
+    with pytest.raises(ValidationError, match="unknown_key"):
+        SPEC.create("fake3", {"edit": False, "unknown_key": 1})
+    with pytest.raises(ValidationError, match="unknown dialect"):
+        SPEC.create("fake4", {"dialect": "irc"})

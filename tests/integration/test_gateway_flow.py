@@ -200,11 +200,11 @@ async def test_a_steer_the_turn_never_used_runs_next_before_later_messages(tmp_p
 
 async def test_command_for_another_bot_is_not_ours(tmp_path, model):
     from adapters.fake import FakeAdapter
+    from gateway.ports import Identity
 
-    class NamedFake(FakeAdapter):
-        bot_username = "hermesbot"
-
-    async with gateway(tmp_path, model, adapter=NamedFake("fake")) as (runner, fake):
+    named = FakeAdapter("fake")
+    named.identity = Identity(id="42", username="hermesbot")  # as an adapter sets it on connect
+    async with gateway(tmp_path, model, adapter=named) as (runner, fake):
         await fake.inject("/status@otherbot", chat_id="c1", user_id="u1")
         await fake.inject("/whoami@HermesBot", chat_id="c1", user_id="u1")
         await fake.wait_for(lambda: any("You are" in m for m in fake.messages("c1")))

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack import SlackAdapter
+from adapters.slack.adapter import SlackAdapter
 from tests.slack.fake_slack import FakeSlack
 from tests.slack.recorder import Recorder
 

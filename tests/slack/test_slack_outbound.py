@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.slack import SlackAdapter
+from adapters.slack.adapter import SlackAdapter
 from gateway.events import ErrorKind, OutboundAttachment, OutboundMessage
 from tests.slack.conftest import Recorder, Running, adapter_settings
 from tests.slack.fake_slack import FakeSlack

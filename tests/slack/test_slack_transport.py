@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slack import SlackAdapter
+from adapters.slack.adapter import SlackAdapter
 from gateway.ports import AdapterAuthError, AdapterError
 from tests.slack.conftest import Recorder, Running, adapter_settings
 from tests.slack.fake_slack import FakeSlack

@@ -6,8 +6,10 @@ import asyncio
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from adapters.slack import SlackAdapter, SlackSettings
+from adapters.slack import SlackSettings
+from adapters.slack.adapter import SlackAdapter
 from adapters.slack.normalize import BotIdentity, chat_type_for, clean_text, normalize
 from adapters.slack.transport import ChatOrder
 from gateway.events import ChatType
@@ -45,20 +47,19 @@ def test_normalize_ignores_self_and_malformed() -> None:
         assert normalize("slack", bad, identity=ident, chat_type=ChatType.CHANNEL) is None
 
 
-def test_settings_from_the_config_model_keep_secrets_and_trailing_slash() -> None:
-    from gateway.config.platforms import SlackPlatform
-
-    model = SlackPlatform(enabled=True, bot_token="xoxb-1", app_token="xapp-1",
-                          api_base_url="http://127.0.0.1:5/api",
-                          http={"host": "0.0.0.0", "port": 3100, "path": "/ev"})
-    s = SlackSettings.from_any(model)
-    assert (s.bot_token, s.app_token, s.api_base_url) == ("xoxb-1", "xapp-1",
-                                                          "http://127.0.0.1:5/api/")
-    assert (s.http_host, s.http_port, s.http_path, s.mode) == ("0.0.0.0", 3100, "/ev", "socket")
+def test_settings_model_keeps_secrets_hidden_and_adds_the_trailing_slash() -> None:
+    s = SlackSettings(enabled=True, bot_token="xoxb-1", app_token="xapp-1",
+                      api_base_url="http://127.0.0.1:5/api",
+                      http={"host": "0.0.0.0", "port": 3100, "path": "/ev"})
+    assert s.plain() == ("xoxb-1", "xapp-1", "") and s.api_base_url == "http://127.0.0.1:5/api/"
+    assert (s.http.host, s.http.port, s.http.path, s.mode) == ("0.0.0.0", 3100, "/ev", "socket")
     assert "xoxb-1" not in repr(s) and "xapp-1" not in str(s)
-    with pytest.raises(ValueError):
-        SlackSettings.from_any({"mode": "carrier-pigeon"})
-    assert SlackSettings.from_any({"timeout_s": 2.5}).timeout_s == 2.5  # not cut to 2 (or 0)
+    assert s.credential() == "xoxb-1"
+    with pytest.raises(ValidationError):
+        SlackSettings.coerce({"mode": "carrier-pigeon"})
+    with pytest.raises(ValidationError, match="http_port"):
+        SlackSettings.coerce({"http_port": 3100})  # the key is http.port
+    assert SlackSettings.coerce({"timeout_s": 2.5}).timeout_s == 2.5  # not cut to 2 (or 0)
 
 
 def test_entry_point_builds_the_adapter() -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from adapters.telegram import TelegramAdapter
+from adapters.telegram.adapter import TelegramAdapter
 from gateway.events import ChatType, OutboundMessage
+from gateway.ports import Identity
 from tests.telegram.fake_bot_api import BOT_USER, USER, FakeBotApi
 from tests.telegram.helpers import Recorder, running
 
@@ -251,6 +252,8 @@ async def test_command_menu_published_at_start(api: FakeBotApi, rec: Recorder) -
     assert api.commands == [{"command": "help", "description": "Show help"},
                             {"command": "new", "description": "Start over"}]
     assert adapter.me is not None and adapter.me.username == BOT_USER["username"]
+    assert adapter.identity == Identity(id=str(BOT_USER["id"]), username=BOT_USER["username"])
+    assert adapter.bot_username == BOT_USER["username"]
 
 
 async def test_hidden_links_and_code_reach_the_agent_as_markdown(api: FakeBotApi,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from adapters.telegram import TelegramAdapter
+from adapters.telegram.adapter import TelegramAdapter
 from gateway.events import ErrorKind, OutboundAttachment, OutboundMessage
 from tests.telegram.fake_bot_api import FakeBotApi
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from adapters.telegram import SECRET_HEADER, TelegramAdapter
+from adapters.telegram.adapter import TelegramAdapter
+from adapters.telegram.webhook import SECRET_HEADER
 from tests.telegram.fake_bot_api import FakeBotApi
 from tests.telegram.helpers import Recorder, running
 
