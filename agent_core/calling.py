@@ -21,6 +21,7 @@ from agent_core.errors import ClassifiedError, FailoverReason, classify
 from agent_core.events import ReasoningDelta, Status, TextDelta, Usage
 from agent_core.interrupt import InterruptSignal
 from agent_core.provider import ModelResponse, ProviderClient, ProviderRouter
+from hermes_common.waits import sleep_unless
 
 __all__ = ["CALL_INTERRUPTED", "CallFailed", "CallPolicy", "ModelCaller", "TurnRouting"]
 
@@ -52,19 +53,6 @@ class TurnRouting:
 
     provider_index: int = 0
     rate_limit_retried: set[int] = field(default_factory=set)
-
-
-async def wait_or_interrupt(delay: float, signal: InterruptSignal) -> bool:
-    """Sleep `delay` seconds; True if the interrupt fired first (interrupt wins)."""
-    if signal.is_set:
-        return True
-    if delay <= 0:
-        return False
-    try:
-        await asyncio.wait_for(signal.wait(), timeout=delay)
-    except TimeoutError:
-        return False
-    return True
 
 
 def _approx_tokens(messages: list[dict[str, Any]]) -> int:
@@ -127,7 +115,7 @@ class ModelCaller:
                     attempt += 1
                     yield Status("retrying", "waiting for a rested API key", provider.name,
                                  attempt, wait)
-                    if await wait_or_interrupt(wait, signal):
+                    if await sleep_unless(wait, signal):
                         yield CALL_INTERRUPTED
                         return
                     continue
@@ -179,7 +167,7 @@ class ModelCaller:
                     delay = self._backoff(1, err)
                     yield Status("retrying", f"rate limited ({cred.label}); retrying the same key",
                                  provider.name, attempt + 1, delay)
-                    if await wait_or_interrupt(delay, signal):
+                    if await sleep_unless(delay, signal):
                         yield CALL_INTERRUPTED
                         return
                     continue
@@ -197,7 +185,7 @@ class ModelCaller:
                 delay = self._backoff(attempt, err)
                 yield Status("retrying", f"{err.reason.value}: {err.message[:120]}",
                              provider.name, attempt, delay)
-                if await wait_or_interrupt(delay, signal):
+                if await sleep_unless(delay, signal):
                     yield CALL_INTERRUPTED
                     return
                 continue

@@ -40,6 +40,7 @@ from gateway.supervision_types import (
     MemoryCursorStore,
     SupervisorSettings,
 )
+from hermes_common.waits import sleep_unless
 
 __all__ = [
     "AdapterState",
@@ -321,14 +322,7 @@ class AdapterSupervisor:
 
     async def _backoff(self, delay: float) -> bool:
         """Sleep `delay` (injected sleep) unless stopping first; True when it is time to retry."""
-        sleeper = asyncio.ensure_future(self._sleep(delay))
-        stopper = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for fut in (sleeper, stopper):
-                fut.cancel()
-        return not self._stopping.is_set()
+        return not await sleep_unless(delay, self._stopping, sleep=self._sleep)
 
     async def _run_once(self, slot: _Slot) -> _Outcome:
         slot.generation += 1

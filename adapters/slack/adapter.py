@@ -37,6 +37,7 @@ from gateway.ports import (
     BasePlatformAdapter,
     Capabilities,
 )
+from hermes_common.waits import relay
 
 __all__ = ["MAX_LENGTH", "SlackAdapter"]
 
@@ -124,7 +125,8 @@ class SlackAdapter(BasePlatformAdapter):
         self._fetcher = FileFetcher(s.bot_token, s.api_base_url)
         await self._load_threads(ctx)
         app = self._build_app(web)
-        link = asyncio.create_task(_link(ctx.stop_event, stop))
+        link = asyncio.create_task(relay(ctx.stop_event, stop),
+                                   name=f"adapter:{self.name}:stop-relay")
         try:
             if s.mode == "socket":
                 await run_socket(app, web, s, ctx, stop)
@@ -374,7 +376,3 @@ def _too_long(length: int) -> SendResult:
 def _text(text: str, formatted: bool) -> str:
     return text if formatted else text.translate(_PLAIN)
 
-
-async def _link(source: asyncio.Event, target: asyncio.Event) -> None:
-    await source.wait()
-    target.set()

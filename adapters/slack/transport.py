@@ -30,6 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.errors import AUTH_ERRORS, api_error_code
 from adapters.slack.settings import SlackSettings
 from gateway.ports import AdapterAuthError, AdapterContext, AdapterError
+from hermes_common.waits import sleep_unless
 
 __all__ = ["ChatOrder", "give_up_after", "run_http", "run_socket"]
 
@@ -156,11 +157,7 @@ async def _watch(client: object, ctx: AdapterContext, stop: asyncio.Event,
     fresh_s = 3 * settings.ping_interval_s
     limit = give_up_after(settings)
     last_ok = time.monotonic()
-    while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval)
-        if stop.is_set():
-            return
+    while not await sleep_unless(interval, stop):
         pong = getattr(client, "last_ping_pong_time", None)
         alive = await client.is_connected()  # type: ignore[attr-defined]
         if alive and (pong is None or time.time() - pong <= fresh_s):

@@ -19,7 +19,7 @@ from adapters.telegram.convert import BotIdentity, files_of, inbound_message, to
 from adapters.telegram.errors import redact
 from adapters.telegram.media import download_all
 from adapters.telegram.outbound import Outbound, build_bot
-from adapters.telegram.polling import ALLOWED_UPDATES, Poller, until_stopped
+from adapters.telegram.polling import ALLOWED_UPDATES, Poller
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.webhook import WebhookServer
 from gateway.events import Attachment, OutboundAttachment, OutboundMessage, SendResult
@@ -30,6 +30,7 @@ from gateway.ports import (
     BasePlatformAdapter,
     Capabilities,
 )
+from hermes_common.waits import relay
 
 __all__ = ["TelegramAdapter"]
 
@@ -76,8 +77,8 @@ class TelegramAdapter(BasePlatformAdapter):
         if self.settings.mode == "webhook" and not self.settings.webhook.secret_token:
             raise AdapterAuthError("webhook mode needs platforms.telegram.webhook.secret_token")
         stop = self._stop = asyncio.Event()
-        relay = asyncio.create_task(self._relay(ctx.stop_event, stop),
-                                    name=f"adapter:{self.name}:stop-relay")
+        relay_task = asyncio.create_task(relay(ctx.stop_event, stop),
+                                         name=f"adapter:{self.name}:stop-relay")
         bot, requests = build_bot(self.settings, pool=4)
         try:
             self.me = await self._connect(bot)
@@ -87,7 +88,7 @@ class TelegramAdapter(BasePlatformAdapter):
             else:
                 await self._run_polling(bot, ctx, stop)
         finally:
-            relay.cancel()
+            relay_task.cancel()
             await self._close(requests)
 
     async def stop(self) -> None:
@@ -95,11 +96,6 @@ class TelegramAdapter(BasePlatformAdapter):
         if self._stop is not None:
             self._stop.set()
         await self._outbound.close()
-
-    @staticmethod
-    async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
-        await source.wait()
-        target.set()
 
     @staticmethod
     async def _close(requests: list[HTTPXRequest]) -> None:
@@ -166,7 +162,7 @@ class TelegramAdapter(BasePlatformAdapter):
             except tg_error.TelegramError as exc:
                 raise AdapterError(f"telegram: setWebhook failed ({self._redact(exc)})") from exc
             ctx.connected()
-            await until_stopped(stop.wait(), stop)
+            await stop.wait()
         finally:
             await server.stop()
 

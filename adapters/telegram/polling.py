@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from telegram import Bot, Update
 from telegram import error as tg_error
@@ -18,30 +18,15 @@ from telegram import error as tg_error
 from adapters.telegram.errors import redact, retry_after_of
 from adapters.telegram.settings import TelegramSettings
 from gateway.ports import AdapterAuthError, AdapterContext, AdapterError
+from hermes_common.waits import run_unless, sleep_unless
 
-__all__ = ["ALLOWED_UPDATES", "CURSOR_KEY", "Poller", "until_stopped"]
+__all__ = ["ALLOWED_UPDATES", "CURSOR_KEY", "Poller"]
 
 CURSOR_KEY = "update_offset"
 ALLOWED_UPDATES = ["message"]
 _MAX_BACKOFF_S = 30.0
 
-T = TypeVar("T")
 Handler = Callable[[Update], Awaitable[None]]
-
-
-async def until_stopped(coro: Coroutine[Any, Any, T], stop: asyncio.Event) -> tuple[bool, T | None]:
-    """Run `coro` unless `stop` is set first (then it is cancelled). Returns (done, result)."""
-    task: asyncio.Task[T] = asyncio.ensure_future(coro)
-    waiter = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-    if task.done():
-        return True, task.result()
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    return False, None
 
 
 class Poller:
@@ -66,7 +51,7 @@ class Poller:
         conflicts = failures = 0
         while not self._stop.is_set():
             try:
-                done, batch = await until_stopped(self._fetch(offset), self._stop)
+                done, batch = await run_unless(self._fetch(offset), self._stop)
             except tg_error.InvalidToken as exc:
                 raise AdapterAuthError("Telegram refused the bot token during getUpdates") from exc
             except tg_error.Conflict as exc:
@@ -162,7 +147,7 @@ class Poller:
         return out
 
     async def _pause(self, seconds: float) -> None:
-        await until_stopped(asyncio.sleep(seconds), self._stop)
+        await sleep_unless(seconds, self._stop)
 
     @staticmethod
     def _backoff(base: float, attempt: int) -> float:
