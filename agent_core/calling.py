@@ -10,8 +10,7 @@ deltas, `Status`, `Usage`) and ends with exactly one outcome: a `ModelResponse`,
 from __future__ import annotations
 
 import asyncio
-import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -21,6 +20,7 @@ from agent_core.errors import ClassifiedError, FailoverReason, classify
 from agent_core.events import ReasoningDelta, Status, TextDelta, Usage
 from agent_core.interrupt import InterruptSignal
 from agent_core.provider import ModelResponse, ProviderClient, ProviderRouter
+from hermes_common.backoff import Backoff
 from hermes_common.waits import sleep_unless
 
 __all__ = ["CALL_INTERRUPTED", "CallFailed", "CallPolicy", "ModelCaller", "TurnRouting"]
@@ -28,9 +28,17 @@ __all__ = ["CALL_INTERRUPTED", "CallFailed", "CallPolicy", "ModelCaller", "TurnR
 
 @dataclass(frozen=True, slots=True)
 class CallPolicy:
+    """Retry pacing: attempt n waits `backoff_base_s * 2**(n-1)` capped at `backoff_max_s`,
+    up to half of it off at random; a provider's retry-after wins, capped at
+    `retry_after_cap_s` (also the longest wait for a rested API key)."""
+
     backoff_base_s: float = 2.0
     backoff_max_s: float = 60.0
     retry_after_cap_s: float = 60.0
+
+    def backoff(self) -> Backoff:
+        return Backoff(base_s=self.backoff_base_s, cap_s=self.backoff_max_s, jitter=0.5,
+                       retry_after_cap_s=self.retry_after_cap_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +81,10 @@ class ModelCaller:
     def __init__(self, router: ProviderRouter, policy: CallPolicy | None = None) -> None:
         self.router = router
         self.policy = policy or CallPolicy()
+        self._pacing = self.policy.backoff()
 
-    def _backoff(self, attempt: int, err: ClassifiedError | None) -> float:
-        p = self.policy
-        if err is not None and err.retry_after is not None:
-            return min(err.retry_after, p.retry_after_cap_s)
-        delay = min(p.backoff_base_s * 2 ** max(0, attempt - 1), p.backoff_max_s)
-        return delay + random.uniform(0, 0.5 * delay)
+    def _backoff(self, attempt: int, err: ClassifiedError) -> float:
+        return self._pacing.delay(attempt, retry_after=err.retry_after)
 
     async def call(
         self,
@@ -205,7 +210,7 @@ class ModelCaller:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
         signal: InterruptSignal,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """Run one request in a task so an interrupt can cancel it mid-stream."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
 

@@ -36,7 +36,6 @@ from gateway.ports import AdapterContext, AdapterFatalError, BasePlatformAdapter
 from gateway.supervision_types import (
     AdapterState,
     AdapterStatus,
-    BackoffPolicy,
     MemoryCursorStore,
     SupervisorSettings,
 )
@@ -46,7 +45,6 @@ __all__ = [
     "AdapterState",
     "AdapterStatus",
     "AdapterSupervisor",
-    "BackoffPolicy",
     "MemoryCursorStore",
     "SupervisorSettings",
 ]

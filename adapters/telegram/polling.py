@@ -18,6 +18,7 @@ from telegram import error as tg_error
 from adapters.telegram.errors import redact, retry_after_of
 from adapters.telegram.settings import TelegramSettings
 from gateway.ports import AdapterAuthError, AdapterContext, AdapterError
+from hermes_common.backoff import Backoff
 from hermes_common.waits import run_unless, sleep_unless
 
 __all__ = ["ALLOWED_UPDATES", "CURSOR_KEY", "Poller"]
@@ -45,6 +46,8 @@ class Poller:
         self._ctx = ctx
         self._handle = handle
         self._stop = stop
+        self._conflict_pacing = Backoff(base_s=settings.conflict_backoff_s, cap_s=_MAX_BACKOFF_S)
+        self._network_pacing = Backoff(base_s=settings.network_backoff_s, cap_s=_MAX_BACKOFF_S)
 
     async def run(self) -> None:
         offset = await self._load_offset()
@@ -64,7 +67,7 @@ class Poller:
                         "Another process is polling this bot token (a second gateway or "
                         "profile with the same token?) or a webhook is set. Stop the other "
                         "poller or switch to webhook mode.") from exc
-                await self._pause(self._backoff(self._s.conflict_backoff_s, conflicts))
+                await self._pause(self._conflict_pacing.delay(conflicts))
                 continue
             except tg_error.RetryAfter as exc:
                 await self._pause(retry_after_of(exc))
@@ -77,7 +80,7 @@ class Poller:
                     raise AdapterError(
                         f"telegram: getUpdates failed {failures} times in a row "
                         f"({self._redact(exc)})") from exc
-                await self._pause(self._backoff(self._s.network_backoff_s, failures))
+                await self._pause(self._network_pacing.delay(failures))
                 continue
             if not done or batch is None:
                 return
@@ -148,10 +151,6 @@ class Poller:
 
     async def _pause(self, seconds: float) -> None:
         await sleep_unless(seconds, self._stop)
-
-    @staticmethod
-    def _backoff(base: float, attempt: int) -> float:
-        return min(base * (2 ** (attempt - 1)), _MAX_BACKOFF_S)
 
     def _redact(self, exc: BaseException) -> str:
         return redact(f"{type(exc).__name__}: {exc}", self._s.token)

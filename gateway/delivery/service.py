@@ -16,6 +16,7 @@ from gateway.delivery.stream import DeliveryFailed, StreamConsumer, StreamSettin
 from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage, SendResult
 from gateway.ports import BasePlatformAdapter
 from gateway.ratelimit import Deferred, RateBudgets
+from hermes_common.backoff import Backoff
 from hermes_common.text import MediaPolicy, extract_media
 
 __all__ = ["DeliveryService", "OutboxLedger", "PreparedFinal", "ReplyTarget", "RECOVERED_MARKER"]
@@ -26,6 +27,8 @@ RECOVERED_MARKER = "♻️ Recovered reply (the gateway restarted before it was 
 RECOVERY_MAX_AGE_S = 24 * 3600
 TYPING_REFRESH_S = 4.0
 MAX_RETRIES = 8
+#: Pause before re-sending a final after a transient failure: 2 s doubling to 60 s, jittered.
+_RESEND = Backoff(base_s=2.0, cap_s=60.0)
 
 
 class OutboxLedger(Protocol):
@@ -289,10 +292,11 @@ class DeliveryService:
             await self._ledger.outbox_mark_failed(outbox_id, err)
         elif kind is ErrorKind.RATE_LIMITED:
             await self._ledger.outbox_record_attempt(outbox_id, err)
-            self._retry_later(final, consumer, res.retry_after or 1.0, tries)
+            self._retry_later(final, consumer,
+                              _RESEND.delay(tries + 1, retry_after=res.retry_after or 1.0), tries)
         elif kind is ErrorKind.TRANSIENT:
             await self._ledger.outbox_record_attempt(outbox_id, err)
-            self._retry_later(final, consumer, min(2.0 * 2 ** tries, 60.0), tries)
+            self._retry_later(final, consumer, _RESEND.delay(tries + 1), tries)
         else:
             # A timeout may have delivered the message: don't send blindly again.
             await self._ledger.outbox_mark_failed(outbox_id, err)
