@@ -29,7 +29,6 @@ from typing import Any
 
 import structlog
 
-from gateway.config.redact import redact_text
 from gateway.events import MessageEvent
 from gateway.metrics import GatewayMetrics
 from gateway.ports import AdapterContext, AdapterFatalError, BasePlatformAdapter, CursorStore
@@ -39,6 +38,7 @@ from gateway.supervision_types import (
     MemoryCursorStore,
     SupervisorSettings,
 )
+from hermes_common.redact import redact
 from hermes_common.waits import sleep_unless
 
 __all__ = [
@@ -241,7 +241,7 @@ class AdapterSupervisor:
     def _short(self, exc: BaseException) -> str:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         out = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-        out = redact_text(out)
+        out = redact(out)
         return out if len(out) <= _MAX_ERROR_CHARS else out[: _MAX_ERROR_CHARS - 1] + "…"
 
     def _context(self, slot: _Slot, gen: int) -> AdapterContext:

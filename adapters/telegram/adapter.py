@@ -16,7 +16,7 @@ from telegram import error as tg_error
 from telegram.request import HTTPXRequest
 
 from adapters.telegram.convert import BotIdentity, files_of, inbound_message, to_event
-from adapters.telegram.errors import redact
+from adapters.telegram.errors import error_text
 from adapters.telegram.media import download_all
 from adapters.telegram.outbound import Outbound, build_bot
 from adapters.telegram.polling import ALLOWED_UPDATES, Poller
@@ -111,7 +111,8 @@ class TelegramAdapter(BasePlatformAdapter):
                 "Telegram refused the bot token (getMe answered 401/404; "
                 "check the token and platforms.telegram.base_url)") from exc
         except tg_error.TelegramError as exc:
-            raise AdapterError(f"telegram: getMe failed ({self._redact(exc)})") from exc
+            why = error_text(exc, self.settings.token)
+            raise AdapterError(f"telegram: getMe failed ({why})") from exc
         return BotIdentity(id=me.id, username=me.username or "")
 
     async def _publish_commands(self, bot: Bot, ctx: AdapterContext) -> None:
@@ -121,13 +122,15 @@ class TelegramAdapter(BasePlatformAdapter):
         try:
             await bot.set_my_commands(menu)
         except tg_error.TelegramError as exc:
-            ctx.logger.warning("telegram: setMyCommands failed", error=self._redact(exc))
+            ctx.logger.warning("telegram: setMyCommands failed",
+                               error=error_text(exc, self.settings.token))
 
     async def _run_polling(self, bot: Bot, ctx: AdapterContext, stop: asyncio.Event) -> None:
         try:
             await bot.delete_webhook(drop_pending_updates=False)
         except tg_error.TelegramError as exc:
-            raise AdapterError(f"telegram: deleteWebhook failed ({self._redact(exc)})") from exc
+            why = error_text(exc, self.settings.token)
+            raise AdapterError(f"telegram: deleteWebhook failed ({why})") from exc
         ctx.connected()
 
         async def handle(update: Update) -> None:
@@ -160,7 +163,8 @@ class TelegramAdapter(BasePlatformAdapter):
             except tg_error.InvalidToken as exc:
                 raise AdapterAuthError("Telegram refused the bot token (setWebhook)") from exc
             except tg_error.TelegramError as exc:
-                raise AdapterError(f"telegram: setWebhook failed ({self._redact(exc)})") from exc
+                why = error_text(exc, self.settings.token)
+                raise AdapterError(f"telegram: setWebhook failed ({why})") from exc
             ctx.connected()
             await stop.wait()
         finally:
@@ -192,9 +196,6 @@ class TelegramAdapter(BasePlatformAdapter):
                                update_id=update.update_id, error=type(exc).__name__)
             return
         await ctx.emit(event)
-
-    def _redact(self, exc: BaseException) -> str:
-        return redact(f"{type(exc).__name__}: {exc}", self.settings.token)
 
     # -- sending ---------------------------------------------------------------------------
     async def send(self, message: OutboundMessage) -> SendResult:

@@ -15,7 +15,7 @@ from typing import Any
 from telegram import Bot, Update
 from telegram import error as tg_error
 
-from adapters.telegram.errors import redact, retry_after_of
+from adapters.telegram.errors import error_text, retry_after_of
 from adapters.telegram.settings import TelegramSettings
 from gateway.ports import AdapterAuthError, AdapterContext, AdapterError
 from hermes_common.backoff import Backoff
@@ -60,7 +60,7 @@ class Poller:
             except tg_error.Conflict as exc:
                 conflicts += 1
                 self._ctx.logger.warning("telegram getUpdates conflict", attempt=conflicts,
-                                         error=self._redact(exc))
+                                         error=error_text(exc, self._s.token))
                 if conflicts >= self._s.conflict_retries:
                     raise AdapterError(
                         f"telegram: {conflicts} consecutive 409 Conflicts from getUpdates. "
@@ -75,11 +75,11 @@ class Poller:
             except tg_error.NetworkError as exc:
                 failures += 1
                 self._ctx.logger.warning("telegram getUpdates failed", attempt=failures,
-                                         error=self._redact(exc))
+                                         error=error_text(exc, self._s.token))
                 if failures >= self._s.network_retries:
                     raise AdapterError(
                         f"telegram: getUpdates failed {failures} times in a row "
-                        f"({self._redact(exc)})") from exc
+                        f"({error_text(exc, self._s.token)})") from exc
                 await self._pause(self._network_pacing.delay(failures))
                 continue
             if not done or batch is None:
@@ -151,6 +151,3 @@ class Poller:
 
     async def _pause(self, seconds: float) -> None:
         await sleep_unless(seconds, self._stop)
-
-    def _redact(self, exc: BaseException) -> str:
-        return redact(f"{type(exc).__name__}: {exc}", self._s.token)
