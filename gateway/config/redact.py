@@ -41,7 +41,8 @@ def redacted_config(config: Any, environ: Mapping[str, str] | None = None) -> di
     secret-named variables of `environ` (default `os.environ`), known secret shapes)."""
     data = config.model_dump(mode="python", by_alias=True)
     env_secrets = secret_env_values(os.environ if environ is None else environ)
-    return _plain(redact_value(data, secrets=env_secrets))
+    plain: dict[str, Any] = _plain(redact_value(data, secrets=env_secrets))
+    return plain
 
 
 def _plain(value: Any) -> Any:
