@@ -10,7 +10,7 @@ deltas, `Status`, `Usage`) and ends with exactly one outcome: a `ModelResponse`,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -20,6 +20,7 @@ from agent_core.errors import ClassifiedError, FailoverReason, classify
 from agent_core.events import ReasoningDelta, Status, TextDelta, Usage
 from agent_core.interrupt import InterruptSignal
 from agent_core.provider import ModelResponse, ProviderClient, ProviderRouter
+from agent_core.tokens import estimate_messages
 from hermes_common.backoff import Backoff
 from hermes_common.waits import sleep_unless
 
@@ -63,10 +64,6 @@ class TurnRouting:
     rate_limit_retried: set[int] = field(default_factory=set)
 
 
-def _approx_tokens(messages: list[dict[str, Any]]) -> int:
-    return sum(len(str(m.get("content") or "")) + 16 for m in messages) // 4
-
-
 class _Failed:
     __slots__ = ("exc",)
 
@@ -92,7 +89,7 @@ class ModelCaller:
         tools: list[dict[str, Any]] | None,
         signal: InterruptSignal,
         routing: TurnRouting,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         providers = self.router.providers
         attempt = 0
         while True:
@@ -149,7 +146,7 @@ class ModelCaller:
             err = classify(
                 failure,
                 provider=provider.name,
-                approx_tokens=_approx_tokens(messages),
+                approx_tokens=estimate_messages(messages, cache=False),
                 context_length=provider.settings.context_length,
                 secrets=provider.pool.secrets,
             )
