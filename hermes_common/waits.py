@@ -8,7 +8,8 @@ restart backoff, a chat's rate budget, the agent's retry waits, the adapters' tr
 - `run_unless(awaitable, *stops)` runs an awaitable unless a stop comes first (it is then
   cancelled) and hands back its result;
 - `wait_any(*stops)` returns once any stop is set;
-- `relay(source, target)` sets `target` once `source` is set.
+- `relay(source, target)` sets `target` once `source` is set;
+- `cancel_and_wait(task)` cancels a task, waits for its end and hands back its failure.
 
 A stop is anything with an awaitable `wait()` that returns once it is set (`asyncio.Event`,
 the agent's `InterruptSignal`). Cancelling the caller cancels the wait (CancelledError
@@ -21,7 +22,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["Settable", "Sleep", "relay", "run_unless", "sleep_unless", "wait_any"]
+__all__ = [
+    "Settable", "Sleep", "cancel_and_wait", "relay", "run_unless", "sleep_unless", "wait_any",
+]
 
 T = TypeVar("T")
 
@@ -77,15 +80,13 @@ async def run_unless(aw: Awaitable[T], *stops: Settable) -> tuple[bool, T | None
     try:
         await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await cancel_and_wait(task)
         raise
     finally:
         _cancel(waiters)
     if task.done():
         return True, task.result()
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    await cancel_and_wait(task)
     return False, None
 
 
@@ -104,6 +105,18 @@ async def relay(source: Settable, target: asyncio.Event) -> None:
     """Set `target` once `source` is set (run it as a named task; cancel it when done)."""
     await source.wait()
     target.set()
+
+
+async def cancel_and_wait(task: asyncio.Future[Any]) -> BaseException | None:
+    """Cancel `task` unless it is done, and wait until it has ended (it may clean up first).
+
+    Returns the exception it ended with (retrieved, so asyncio does not report it), None when
+    it returned or was cancelled. Raises CancelledError only when the caller is cancelled.
+    """
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task})
+    return None if task.cancelled() else task.exception()
 
 
 def _future(aw: Awaitable[object]) -> asyncio.Future[object]:

@@ -228,8 +228,11 @@ class Writer:
         self._closed = True
         self._queue.put_nowait(None)
         if self._task is not None:
-            with contextlib.suppress(Exception):
-                await self._task
+            # A writer that stopped on an error already handed it to every caller and to
+            # `on_failure`; here it is only waited for.
+            await asyncio.wait({self._task})
+            if not self._task.cancelled():
+                self._task.exception()
         with contextlib.suppress(sqlite3.Error, ValueError):
             await self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         with contextlib.suppress(sqlite3.Error, ValueError):

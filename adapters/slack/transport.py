@@ -13,7 +13,6 @@ concurrently.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -147,8 +146,10 @@ async def run_socket(
         ctx.connected()
         await _watch(client, ctx, stop, settings)
     finally:
-        with contextlib.suppress(Exception):
+        try:
             await handler.close_async()
+        except Exception as exc:  # the socket is dropped either way
+            ctx.logger.warning("slack_socket_close_failed", error=type(exc).__name__)
 
 
 async def _watch(client: object, ctx: AdapterContext, stop: asyncio.Event,

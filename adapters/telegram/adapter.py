@@ -7,18 +7,16 @@ awaits `ctx.emit` (durable) and then confirms the update; the gateway does the r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from typing import Any
 
 from telegram import Bot, BotCommand, Update
 from telegram import error as tg_error
-from telegram.request import HTTPXRequest
 
 from adapters.telegram.convert import BotIdentity, files_of, inbound_message, to_event
 from adapters.telegram.errors import error_text
 from adapters.telegram.media import download_all
-from adapters.telegram.outbound import Outbound, build_bot
+from adapters.telegram.outbound import Outbound, build_bot, close_requests
 from adapters.telegram.polling import ALLOWED_UPDATES, Poller
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.webhook import WebhookServer
@@ -89,19 +87,13 @@ class TelegramAdapter(BasePlatformAdapter):
                 await self._run_polling(bot, ctx, stop)
         finally:
             relay_task.cancel()
-            await self._close(requests)
+            await close_requests(requests)
 
     async def stop(self) -> None:
         """Idempotent: ends `start()` (in-flight long poll cancelled) and closes the send pool."""
         if self._stop is not None:
             self._stop.set()
         await self._outbound.close()
-
-    @staticmethod
-    async def _close(requests: list[HTTPXRequest]) -> None:
-        for req in requests:
-            with contextlib.suppress(Exception):
-                await req.shutdown()
 
     async def _connect(self, bot: Bot) -> BotIdentity:
         try:

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import time
 import uuid
@@ -29,6 +28,7 @@ import structlog
 from agent_core.compression import ContextCompressor, ContextEngine
 from gateway.compression.outcome import JobOutcome
 from gateway.compression.runner import JobRequest, JobRunner, NotifyingSummarizer, PromptBuilder
+from hermes_common.waits import cancel_and_wait
 from storage import StateStore
 
 __all__ = ["CompressionPool", "StatusCallback"]
@@ -225,8 +225,8 @@ class CompressionPool:
         for t in tasks:
             t.cancel()
         for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+            if exc := await cancel_and_wait(t):
+                log.warning("compression_worker_failed", error=type(exc).__name__)
         while not self._queue.empty():
             job = self._queue.get_nowait()
             self._finish(job, JobOutcome("cancelled", job.request.session_id,

@@ -18,6 +18,7 @@ import structlog
 
 from gateway.events import ErrorKind, OutboundMessage, SendResult
 from gateway.ports import BasePlatformAdapter
+from hermes_common.waits import cancel_and_wait
 
 __all__ = ["Budget", "DeliveryFailed", "Rendered", "StreamConsumer", "StreamSettings"]
 
@@ -209,9 +210,7 @@ class StreamConsumer:
         if self._flusher is not None:
             if self._pushing:
                 await asyncio.wait((self._flusher,), timeout=IN_FLIGHT_WAIT_S)
-            self._flusher.cancel()
-            await asyncio.wait((self._flusher,))
-            if not self._flusher.cancelled() and (exc := self._flusher.exception()):
+            if exc := await cancel_and_wait(self._flusher):
                 log.warning("preview_flush_failed", chat_id=self._chat,
                             error=type(exc).__name__)
             self._flusher = None

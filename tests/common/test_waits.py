@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.eventloop import loop_factory
-from hermes_common.waits import relay, run_unless, sleep_unless, wait_any
+from hermes_common.waits import cancel_and_wait, relay, run_unless, sleep_unless, wait_any
 
 
 class Signal:
@@ -156,6 +156,40 @@ async def test_wait_any_and_relay() -> None:
     assert target.is_set()
     with pytest.raises(ValueError):
         await wait_any()
+
+
+async def test_cancel_and_wait_lets_the_task_clean_up_and_reports_its_failure() -> None:
+    cleaned = asyncio.Event()
+
+    async def slow() -> None:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            await asyncio.sleep(0.01)  # cleanup that takes a moment
+            cleaned.set()
+
+    task = asyncio.create_task(slow(), name="test-slow")
+    await asyncio.sleep(0)
+    assert await cancel_and_wait(task) is None
+    assert cleaned.is_set() and task.cancelled()
+
+    async def refuses() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            raise OSError("broken while stopping") from None
+
+    task = asyncio.create_task(refuses(), name="test-refuses")
+    await asyncio.sleep(0)
+    failure = await cancel_and_wait(task)
+    assert isinstance(failure, OSError)
+
+    async def done() -> int:
+        return 3
+
+    finished = asyncio.create_task(done(), name="test-done")
+    await asyncio.sleep(0)
+    assert await cancel_and_wait(finished) is None and finished.result() == 3
 
 
 @settings(max_examples=40, deadline=None)
