@@ -31,6 +31,17 @@ def _later(delay: float, event: asyncio.Event | Signal) -> asyncio.TimerHandle:
     return asyncio.get_running_loop().call_later(delay, event.set)
 
 
+async def _sleep_then_mark(cleaned: asyncio.Event, cleanup_s: float = 0.0) -> int:
+    """Sleeps long; on the way out (cancelled) takes `cleanup_s`, then sets `cleaned`."""
+    try:
+        await asyncio.sleep(30)
+    finally:
+        if cleanup_s:
+            await asyncio.sleep(cleanup_s)
+        cleaned.set()
+    return 1
+
+
 def _leftover_tasks() -> set[asyncio.Task[object]]:
     return {t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()}
 
@@ -110,16 +121,8 @@ async def test_run_unless_returns_the_result_when_the_work_finishes_first() -> N
 async def test_run_unless_cancels_the_work_when_stopped() -> None:
     stop = asyncio.Event()
     cleaned = asyncio.Event()
-
-    async def work() -> int:
-        try:
-            await asyncio.sleep(30)
-        finally:
-            cleaned.set()
-        return 1
-
     _later(0.02, stop)
-    assert await run_unless(work(), stop) == (False, None)
+    assert await run_unless(_sleep_then_mark(cleaned), stop) == (False, None)
     assert cleaned.is_set()
     assert not _leftover_tasks()
 
@@ -132,14 +135,8 @@ async def test_run_unless_propagates_the_work_error_and_caller_cancellation() ->
         await run_unless(fails(), asyncio.Event())
 
     cleaned = asyncio.Event()
-
-    async def slow() -> None:
-        try:
-            await asyncio.sleep(30)
-        finally:
-            cleaned.set()
-
-    task = asyncio.create_task(run_unless(slow(), asyncio.Event()), name="test-run-unless")
+    task = asyncio.create_task(run_unless(_sleep_then_mark(cleaned), asyncio.Event()),
+                               name="test-run-unless")
     await asyncio.sleep(0.01)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -160,15 +157,7 @@ async def test_wait_any_and_relay() -> None:
 
 async def test_cancel_and_wait_lets_the_task_clean_up_and_reports_its_failure() -> None:
     cleaned = asyncio.Event()
-
-    async def slow() -> None:
-        try:
-            await asyncio.sleep(30)
-        finally:
-            await asyncio.sleep(0.01)  # cleanup that takes a moment
-            cleaned.set()
-
-    task = asyncio.create_task(slow(), name="test-slow")
+    task = asyncio.create_task(_sleep_then_mark(cleaned, cleanup_s=0.01), name="test-slow")
     await asyncio.sleep(0)
     assert await cancel_and_wait(task) is None
     assert cleaned.is_set() and task.cancelled()

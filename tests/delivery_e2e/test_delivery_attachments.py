@@ -31,13 +31,18 @@ def _outbox(home: Path) -> list[tuple[str, str, str | None]]:
         return conn.execute("SELECT state, text, last_error FROM outbox ORDER BY id").fetchall()
 
 
+def _chart_reply_failing(home: Path, model, kind: str, **kw: float) -> TimedFakeAdapter:
+    """The model answers with a chart; the platform fails the chart's first send with `kind`."""
+    model.enqueue(text(f"Here is the chart.\nMEDIA:{_picture(home)}"))
+    fake = TimedFakeAdapter()
+    fake.fail_next(kind, op="media", **kw)
+    return fake
+
+
 async def test_a_refused_attachment_marks_the_reply_failed_and_the_chat_is_told(
     tmp_path: Path, model
 ) -> None:
-    picture = _picture(tmp_path)
-    model.enqueue(text(f"Here is the chart.\nMEDIA:{picture}"))
-    fake = TimedFakeAdapter()
-    fake.fail_next("too_long", op="media")  # e.g. a file over the platform's size limit
+    fake = _chart_reply_failing(tmp_path, model, "too_long")  # e.g. over the size limit
     async with gateway(tmp_path, model, adapter=fake) as (_runner, fake):
         await fake.inject("chart please", chat_id="c1", user_id="u1")
         await fake.wait_turns(1, timeout_s=10)
@@ -53,10 +58,7 @@ async def test_a_refused_attachment_marks_the_reply_failed_and_the_chat_is_told(
 async def test_a_rate_limited_attachment_is_sent_again_before_the_reply_counts_as_delivered(
     tmp_path: Path, model
 ) -> None:
-    picture = _picture(tmp_path)
-    model.enqueue(text(f"Here is the chart.\nMEDIA:{picture}"))
-    fake = TimedFakeAdapter()
-    fake.fail_next("rate_limited", op="media", retry_after=0.3)
+    fake = _chart_reply_failing(tmp_path, model, "rate_limited", retry_after=0.3)
     async with gateway(tmp_path, model, adapter=fake) as (_runner, fake):
         await fake.inject("chart please", chat_id="c1", user_id="u1")
         await fake.wait_turns(1, timeout_s=10)
