@@ -73,6 +73,21 @@ def _prefixed(_text: str, m: re.Match[str]) -> _Span:
     return (m.start() - 1, m.start() - 1, m.end(), REDACTED)  # `k-…`, `k_live_…` after s/p/r
 
 
+def _key(text: str, m: re.Match[str]) -> _Span | None:
+    """`sk-` keys from 6 characters on, `pk-`/`rk-` ones from 16."""
+    if text[m.start() - 1] != "s" and len(m.group()) - 2 < 16:
+        return None
+    return _prefixed(text, m)
+
+
+def _unglued(text: str, m: re.Match[str]) -> _Span | None:
+    """The whole match, unless a word character comes right before it."""
+    start = m.start()
+    if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        return None
+    return _whole(text, m)
+
+
 def _url(_text: str, m: re.Match[str]) -> _Span:
     return (m.start(), m.end(1), m.end(), ":" + REDACTED + "@")
 
@@ -103,15 +118,13 @@ _CASED: tuple[tuple[re.Pattern[str], _ToSpan], ...] = (
     ),
     (re.compile(r"\n[A-Za-z0-9+/]{64}(?=\n|\Z)"), _line),
     (re.compile(r"\\n[A-Za-z0-9+/]{64}(?=\\n|\n|\Z|[\"'])"), _escaped_line),  # in a repr
-    (re.compile(r"k-(?<=sk-)(?<![A-Za-z0-9_]sk-)[A-Za-z0-9_\-]{6,}"), _prefixed),
-    (re.compile(r"k-(?<=[pr]k-)(?<![A-Za-z0-9_][pr]k-)[A-Za-z0-9_\-]{16,}"), _prefixed),
+    (re.compile(r"k-(?<=[spr]k-)(?<![A-Za-z0-9_][spr]k-)[A-Za-z0-9_\-]{6,}"), _key),
     (re.compile(r"k_(?:live|test)_" + _LIVE), _prefixed),
     (_bounded("AIza", r"[0-9A-Za-z_\-]{30,}"), _whole),
     (re.compile(r"A(?:KIA|SIA)[0-9A-Z]{16}\b"), _whole),
     (_bounded("gh", r"[pousr]_[A-Za-z0-9]{20,}"), _whole),
     (re.compile(r"github_pat_[A-Za-z0-9_]{20,}"), _whole),
-    (_bounded("xox", r"[abposre]-[A-Za-z0-9\-]{8,}"), _whole),
-    (_bounded("xapp-", r"[A-Za-z0-9\-]{8,}"), _whole),
+    (re.compile(r"x(?:ox[abposre]|app)-[A-Za-z0-9\-]{8,}"), _unglued),
     (re.compile(r":(?<=[0-9]{6}:)[A-Za-z0-9_\-]{30,}"), _telegram),
     (_bounded("eyJ", r"[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), _whole),
     (re.compile(r"(://[^\s:/@]+):[^\s@/]+@"), _url),
@@ -146,7 +159,10 @@ _AUTH_SCHEMES: tuple[re.Pattern[str], ...] = tuple(
 )
 _PROSE_WORD = re.compile(r"[A-Za-z][a-z]{5,14}")
 _WORD = re.compile(r"[a-z0-9_]")
-_QUERY = re.compile(r"[?&](?:api[_-]?key|access[_-]?token|token|key|secret|password|sig)=")
+_QUERY: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(re.escape(lead) + r"(?:api[_-]?key|access[_-]?token|token|key|secret|password|sig)=")
+    for lead in "?&"
+)
 _QUERY_VALUE = re.compile(r"[^&\s\"']+")
 
 _SECRET_NAME = re.compile(
@@ -290,9 +306,10 @@ def _collect(text: str, extra: re.Pattern[str] | None) -> list[_Span]:
         for m in pattern.finditer(lowered):
             if not _PROSE_WORD.fullmatch(text, m.start(3), m.end(3)):
                 spans.append((m.start(), m.end(2), m.end(), REDACTED))
-    for m in _QUERY.finditer(lowered):
-        if v := _QUERY_VALUE.match(text, m.end()):
-            spans.append((m.start(), m.end(), v.end(), REDACTED))
+    for pattern in _QUERY:
+        for m in pattern.finditer(lowered):
+            if v := _QUERY_VALUE.match(text, m.end()):
+                spans.append((m.start(), m.end(), v.end(), REDACTED))
     return spans
 
 
