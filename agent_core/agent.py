@@ -45,6 +45,7 @@ from agent_core.events import (
 from agent_core.interrupt import InterruptSignal
 from agent_core.messages import interrupted_result, repair, to_wire
 from agent_core.provider import ModelResponse, ProviderRouter
+from agent_core.tokens import estimate_messages
 from agent_core.tools.base import ToolCall, ToolContext, ToolOutcome
 
 __all__ = ["Agent", "AgentConfig", "SUMMARY_REQUEST", "ToolExecutor"]
@@ -297,7 +298,7 @@ class Agent:
     ) -> AgentEvent:
         if isinstance(result, CallFailed):
             if result.compress:
-                approx = sum(len(str(m.get("content") or "")) for m in wire) // 4
+                approx = estimate_messages(wire, cache=False)  # wire dicts stay cache-free
                 return CompressionNeeded(result.error.reason, result.error.message, added, approx)
             return Error(result.error, added)
         partial = result[0]

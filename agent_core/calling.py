@@ -10,8 +10,7 @@ deltas, `Status`, `Usage`) and ends with exactly one outcome: a `ModelResponse`,
 from __future__ import annotations
 
 import asyncio
-import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -21,15 +20,26 @@ from agent_core.errors import ClassifiedError, FailoverReason, classify
 from agent_core.events import ReasoningDelta, Status, TextDelta, Usage
 from agent_core.interrupt import InterruptSignal
 from agent_core.provider import ModelResponse, ProviderClient, ProviderRouter
+from agent_core.tokens import estimate_messages
+from hermes_common.backoff import Backoff
+from hermes_common.waits import sleep_unless
 
 __all__ = ["CALL_INTERRUPTED", "CallFailed", "CallPolicy", "ModelCaller", "TurnRouting"]
 
 
 @dataclass(frozen=True, slots=True)
 class CallPolicy:
+    """Retry pacing: attempt n waits `backoff_base_s * 2**(n-1)` capped at `backoff_max_s`,
+    up to half of it off at random; a provider's retry-after wins, capped at
+    `retry_after_cap_s` (also the longest wait for a rested API key)."""
+
     backoff_base_s: float = 2.0
     backoff_max_s: float = 60.0
     retry_after_cap_s: float = 60.0
+
+    def backoff(self) -> Backoff:
+        return Backoff(base_s=self.backoff_base_s, cap_s=self.backoff_max_s, jitter=0.5,
+                       retry_after_cap_s=self.retry_after_cap_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,23 +64,6 @@ class TurnRouting:
     rate_limit_retried: set[int] = field(default_factory=set)
 
 
-async def wait_or_interrupt(delay: float, signal: InterruptSignal) -> bool:
-    """Sleep `delay` seconds; True if the interrupt fired first (interrupt wins)."""
-    if signal.is_set:
-        return True
-    if delay <= 0:
-        return False
-    try:
-        await asyncio.wait_for(signal.wait(), timeout=delay)
-    except TimeoutError:
-        return False
-    return True
-
-
-def _approx_tokens(messages: list[dict[str, Any]]) -> int:
-    return sum(len(str(m.get("content") or "")) + 16 for m in messages) // 4
-
-
 class _Failed:
     __slots__ = ("exc",)
 
@@ -85,13 +78,10 @@ class ModelCaller:
     def __init__(self, router: ProviderRouter, policy: CallPolicy | None = None) -> None:
         self.router = router
         self.policy = policy or CallPolicy()
+        self._pacing = self.policy.backoff()
 
-    def _backoff(self, attempt: int, err: ClassifiedError | None) -> float:
-        p = self.policy
-        if err is not None and err.retry_after is not None:
-            return min(err.retry_after, p.retry_after_cap_s)
-        delay = min(p.backoff_base_s * 2 ** max(0, attempt - 1), p.backoff_max_s)
-        return delay + random.uniform(0, 0.5 * delay)
+    def _backoff(self, attempt: int, err: ClassifiedError) -> float:
+        return self._pacing.delay(attempt, retry_after=err.retry_after)
 
     async def call(
         self,
@@ -99,7 +89,7 @@ class ModelCaller:
         tools: list[dict[str, Any]] | None,
         signal: InterruptSignal,
         routing: TurnRouting,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         providers = self.router.providers
         attempt = 0
         while True:
@@ -127,7 +117,7 @@ class ModelCaller:
                     attempt += 1
                     yield Status("retrying", "waiting for a rested API key", provider.name,
                                  attempt, wait)
-                    if await wait_or_interrupt(wait, signal):
+                    if await sleep_unless(wait, signal):
                         yield CALL_INTERRUPTED
                         return
                     continue
@@ -156,7 +146,7 @@ class ModelCaller:
             err = classify(
                 failure,
                 provider=provider.name,
-                approx_tokens=_approx_tokens(messages),
+                approx_tokens=estimate_messages(messages, cache=False),
                 context_length=provider.settings.context_length,
                 secrets=provider.pool.secrets,
             )
@@ -179,7 +169,7 @@ class ModelCaller:
                     delay = self._backoff(1, err)
                     yield Status("retrying", f"rate limited ({cred.label}); retrying the same key",
                                  provider.name, attempt + 1, delay)
-                    if await wait_or_interrupt(delay, signal):
+                    if await sleep_unless(delay, signal):
                         yield CALL_INTERRUPTED
                         return
                     continue
@@ -197,7 +187,7 @@ class ModelCaller:
                 delay = self._backoff(attempt, err)
                 yield Status("retrying", f"{err.reason.value}: {err.message[:120]}",
                              provider.name, attempt, delay)
-                if await wait_or_interrupt(delay, signal):
+                if await sleep_unless(delay, signal):
                     yield CALL_INTERRUPTED
                     return
                 continue
@@ -217,7 +207,7 @@ class ModelCaller:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
         signal: InterruptSignal,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """Run one request in a task so an interrupt can cancel it mid-stream."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
 

@@ -9,7 +9,7 @@ All string matching on provider errors lives here. The turn loop reads only the 
 - `should_fallback`: when retries on this provider are not possible (or are used up), move on to
   the next provider in fallback order.
 
-`classify()` never raises. Messages are redacted (API keys, bearer tokens) and capped at 500
+`classify()` never raises. Messages are redacted (`hermes_common.redact`) and capped at 500
 characters, so a `ClassifiedError` may be shown to users and written to logs.
 """
 
@@ -22,7 +22,9 @@ from email.utils import parsedate_to_datetime
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["ClassifiedError", "FailoverReason", "classify", "redact_secrets"]
+from hermes_common.redact import redact
+
+__all__ = ["ClassifiedError", "FailoverReason", "classify"]
 
 
 class FailoverReason(StrEnum):
@@ -63,20 +65,6 @@ class ClassifiedError:
     @property
     def is_auth(self) -> bool:
         return self.reason in (FailoverReason.AUTH, FailoverReason.AUTH_PERMANENT)
-
-
-_SECRET_RE = re.compile(
-    r"(?:sk-[A-Za-z0-9_\-]{6,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,}|"
-    r"(?i:api[_-]?key)\s*[=:]\s*['\"]?[A-Za-z0-9._\-]{8,})"
-)
-
-
-def redact_secrets(text: str, secrets: tuple[str, ...] | list[str] = ()) -> str:
-    """Replace API keys (known ones and anything key-shaped) by `***`. Must not raise."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return _SECRET_RE.sub("***", text)
 
 
 _POLICY = (
@@ -233,7 +221,7 @@ def _classify(
     text = raw.lower()
     lc_code = (code or "").lower()
     retry_after = _parse_retry_after(_headers(chain), text)
-    message = redact_secrets(raw, secrets)[:500]
+    message = redact(raw, secrets)[:500]
 
     def make(reason: FailoverReason, retry: bool, compress: bool = False, rotate: bool = False,
              fallback: bool = False) -> ClassifiedError:

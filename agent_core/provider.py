@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import openai
+import structlog
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -23,6 +24,8 @@ from agent_core.credentials import Cooldowns, Credential, CredentialPool
 from agent_core.errors import FailoverReason, classify
 from agent_core.events import Usage
 from agent_core.tools.base import ToolCall
+
+log = structlog.get_logger("agent_core.provider")
 
 __all__ = ["ModelResponse", "ProviderClient", "ProviderRouter", "ProviderSettings"]
 
@@ -313,8 +316,9 @@ class ProviderClient:
         for client in clients:
             try:
                 await client.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
+            except Exception as exc:  # closing is best effort: the others are still closed
+                log.warning("provider_client_close_failed", provider=self.name,
+                            error=type(exc).__name__)
 
 
 class ProviderRouter:

@@ -35,8 +35,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent_core.compression import CompressionSettings, ContextCompressor  # noqa: E402
-from agent_core.compression.redact import redact  # noqa: E402
 from agent_core.tokens import TOKEN_CACHE_KEY, TokenTally, estimate_messages  # noqa: E402
+from hermes_common.redact import redact  # noqa: E402
 
 REFERENCE_MS = {200: 17, 1000: 98, 5000: 511}
 GOAL_MS = {200: 4, 1000: 25, 5000: 120}

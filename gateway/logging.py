@@ -4,9 +4,9 @@
   json`), a pretty console otherwise; `$HERMES_HOME/logs/gateway.log` always gets JSON lines,
   rotated by size, mode 0600.
 - Redaction is a processor (every string value, keys that name secrets) plus a last pass over
-  the rendered line, so no secret reaches a handler: Telegram bot tokens, `sk-…` keys, Slack
-  tokens, bearer headers, credentials in URLs and every value registered with
-  `gateway.config.redact.register_secret` (the config loader registers all configured secrets).
+  the rendered line, so no secret reaches a handler: `hermes_common.redact` (every known secret
+  shape and every registered value: the config loader registers all configured secrets, and
+  configuring logging registers the secret-named variables of the environment).
 - Context: `bind_context(profile=…, platform=…, session_key=…, session_id=…, turn_id=…)` adds
   fields to every record logged inside it (contextvars: asyncio tasks inherit it).
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from gateway.config.redact import redact_text, redact_value
+from hermes_common.redact import redact, redact_value, register_environment
 
 if TYPE_CHECKING:
     from gateway.config.models import LoggingConfig
@@ -104,7 +104,7 @@ def redact_event(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> dict[
 
 
 def _redact_rendered(_: Any, __: str, rendered: Any) -> Any:
-    return redact_text(rendered) if isinstance(rendered, str) else rendered
+    return redact(rendered) if isinstance(rendered, str) else rendered
 
 
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
@@ -143,10 +143,12 @@ def configure_logging(
 
     `fmt`: json | console | auto (default: `--log-format`, else auto = JSON unless `stream`
     is a TTY). `log_dir`: also write rotated JSON lines to `log_dir/gateway.log` (created
-    0700). `profile`: bound on every record. Raises OSError when `log_dir` is unusable.
+    0700). `profile`: bound on every record. The values of the environment's secret-named
+    variables are registered for redaction. Raises OSError when `log_dir` is unusable.
     """
     import structlog
 
+    register_environment(os.environ)
     global _CONFIGURED
     stream = stream if stream is not None else sys.stderr
     fmt = _CLI_FORMAT or fmt

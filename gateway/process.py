@@ -76,10 +76,13 @@ EXIT_STORAGE = 74  # EX_IOERR: state.db's writer stopped; a restart reopens it
 
 def hard_exit(code: int) -> None:
     """Leave immediately: flush what is buffered, skip the rest of the teardown."""
-    with contextlib.suppress(Exception):
+    try:
         sys.stderr.flush()
         sys.stdout.flush()
-    os._exit(code)
+    except (OSError, ValueError):  # a closed or broken stream: nowhere left to report it
+        pass
+    finally:
+        os._exit(code)
 
 
 def shutdown_deadline(seconds: float) -> threading.Timer:
@@ -88,8 +91,10 @@ def shutdown_deadline(seconds: float) -> threading.Timer:
 
     def expire() -> None:
         log.error("shutdown_stuck", after_s=seconds)
-        with contextlib.suppress(Exception):
+        try:
             faulthandler.dump_traceback(all_threads=True)
+        except (OSError, ValueError, RuntimeError) as exc:  # no usable stderr
+            log.error("shutdown_stacks_not_dumped", error=type(exc).__name__)
         hard_exit(EXIT_FORCED)
 
     timer = threading.Timer(seconds, expire)

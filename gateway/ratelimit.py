@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from gateway.ports import BudgetSpec, RateProfile, RateWindow
+from hermes_common.waits import sleep_unless
 
 __all__ = [
     "Kind",
@@ -300,13 +301,7 @@ class ChatRateBudget:
 
     async def _sleep_or_wake(self, delay: float) -> None:
         self._changed.clear()
-        sleeper = asyncio.ensure_future(self._clock.sleep(max(0.0, delay)))
-        waker = asyncio.ensure_future(self._changed.wait())
-        try:
-            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            waker.cancel()
+        await sleep_unless(delay, self._changed, sleep=self._clock.sleep)
 
     def _wake(self) -> None:
         self._changed.set()

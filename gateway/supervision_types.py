@@ -1,4 +1,4 @@
-"""Data types of adapter supervision: states, backoff policy, settings, status snapshots."""
+"""Data types of adapter supervision: states, settings, status snapshots."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from enum import StrEnum
 from typing import Any
 
 from gateway.ports import CursorStore
+from hermes_common.backoff import Backoff
 
 __all__ = [
     "AdapterState",
     "AdapterStatus",
-    "BackoffPolicy",
     "MemoryCursorStore",
     "SupervisorSettings",
 ]
@@ -27,21 +27,6 @@ class AdapterState(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class BackoffPolicy:
-    """Delay before restart `attempt` (1-based): `min(cap, base * 2**(attempt-1))`, minus a
-    random fraction of at most `jitter` of it. With `jitter < 0.5` delays strictly grow until
-    the cap."""
-
-    base_s: float = 1.0
-    cap_s: float = 300.0
-    jitter: float = 0.25
-
-    def delay(self, attempt: int, rand: float) -> float:
-        nominal = min(self.cap_s, self.base_s * 2 ** max(0, attempt - 1))
-        return nominal * (1.0 - self.jitter * min(max(rand, 0.0), 1.0))
-
-
-@dataclass(frozen=True, slots=True)
 class SupervisorSettings:
     connect_timeout_s: float = 30.0
     #: Bound on `adapter.stop()` and on waiting for `start()` to return after a stop.
@@ -50,7 +35,8 @@ class SupervisorSettings:
     check_interval_s: float = 1.0
     #: A run connected at least this long resets the backoff attempt counter.
     healthy_after_s: float = 60.0
-    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    #: Delay before restart attempt n: 1 s doubling to 5 min, up to a quarter off at random.
+    backoff: Backoff = field(default_factory=lambda: Backoff(base_s=1.0, cap_s=300.0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,23 +29,22 @@ from typing import Any
 
 import structlog
 
-from gateway.config.redact import redact_text
 from gateway.events import MessageEvent
 from gateway.metrics import GatewayMetrics
 from gateway.ports import AdapterContext, AdapterFatalError, BasePlatformAdapter, CursorStore
 from gateway.supervision_types import (
     AdapterState,
     AdapterStatus,
-    BackoffPolicy,
     MemoryCursorStore,
     SupervisorSettings,
 )
+from hermes_common.redact import redact
+from hermes_common.waits import sleep_unless
 
 __all__ = [
     "AdapterState",
     "AdapterStatus",
     "AdapterSupervisor",
-    "BackoffPolicy",
     "MemoryCursorStore",
     "SupervisorSettings",
 ]
@@ -242,7 +241,7 @@ class AdapterSupervisor:
     def _short(self, exc: BaseException) -> str:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         out = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-        out = redact_text(out)
+        out = redact(out)
         return out if len(out) <= _MAX_ERROR_CHARS else out[: _MAX_ERROR_CHARS - 1] + "…"
 
     def _context(self, slot: _Slot, gen: int) -> AdapterContext:
@@ -321,14 +320,7 @@ class AdapterSupervisor:
 
     async def _backoff(self, delay: float) -> bool:
         """Sleep `delay` (injected sleep) unless stopping first; True when it is time to retry."""
-        sleeper = asyncio.ensure_future(self._sleep(delay))
-        stopper = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for fut in (sleeper, stopper):
-                fut.cancel()
-        return not self._stopping.is_set()
+        return not await sleep_unless(delay, self._stopping, sleep=self._sleep)
 
     async def _run_once(self, slot: _Slot) -> _Outcome:
         slot.generation += 1

@@ -150,7 +150,10 @@ class LoopWatchdog:
                 self._metrics.loop_stalls.inc()
             try:
                 stacks = thread_stacks(first=self._loop_thread)
-                loop_stack = next(iter(stacks.values()), "")
+            except Exception as exc:  # report the stall without the stacks
+                stacks = {"unavailable": type(exc).__name__}
+            loop_stack = next(iter(stacks.values()), "")
+            try:
                 self._log.error(
                     "event loop stalled",
                     stalled_s=round(age, 3),
@@ -158,5 +161,5 @@ class LoopWatchdog:
                     loop_stack=loop_stack,
                     threads=stacks,
                 )
-            except Exception:  # the watchdog must never die of its own logging
+            except Exception:  # logging failed: nowhere left to report; never die of it
                 continue

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import random
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
@@ -27,6 +26,7 @@ from typing import Any
 
 import aiosqlite
 
+from hermes_common.backoff import Backoff
 from storage.errors import StorageBusyError, StoreClosedError
 from storage.migrations import migrate_sync
 from storage.syncconn import Conn, drive, run_in_thread
@@ -64,8 +64,13 @@ def is_busy(exc: BaseException) -> bool:
     return "locked" in text or "busy" in text
 
 
+#: Pause between busy retries (after SQLite's own busy_timeout): 50 ms doubling to 400 ms,
+#: up to 80 % off at random so that competing processes spread out.
+_BUSY_PACING = Backoff(base_s=0.05, cap_s=0.4, jitter=0.8)
+
+
 def _backoff(attempt: int) -> float:
-    return random.uniform(0.01, 0.05) * min(attempt + 1, 8)
+    return _BUSY_PACING.delay(attempt + 1)
 
 
 def _tighten(path: Path) -> None:
@@ -223,8 +228,11 @@ class Writer:
         self._closed = True
         self._queue.put_nowait(None)
         if self._task is not None:
-            with contextlib.suppress(Exception):
-                await self._task
+            # A writer that stopped on an error already handed it to every caller and to
+            # `on_failure`; here it is only waited for.
+            await asyncio.wait({self._task})
+            if not self._task.cancelled():
+                self._task.exception()
         with contextlib.suppress(sqlite3.Error, ValueError):
             await self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         with contextlib.suppress(sqlite3.Error, ValueError):

@@ -29,6 +29,7 @@ from gateway.ports import (
     Capabilities,
     RateProfile,
 )
+from hermes_common.waits import wait_any
 
 __all__ = ["ApiAdapter"]
 
@@ -95,15 +96,7 @@ class ApiAdapter(BasePlatformAdapter):
             self.port = _bound_port(runner, self.settings.port)
             ctx.logger.info(f"api: listening on {self.settings.host}:{self.port}")
             ctx.connected()
-            stop_waits = [
-                asyncio.create_task(ctx.stop_event.wait(), name=f"{self.name}-stop-event"),
-                asyncio.create_task(self._stopped.wait(), name=f"{self.name}-stop-call"),
-            ]
-            try:
-                await asyncio.wait(stop_waits, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for task in stop_waits:
-                    task.cancel()
+            await wait_any(ctx.stop_event, self._stopped)
         finally:
             await self._shutdown()
 

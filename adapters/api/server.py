@@ -51,6 +51,7 @@ from adapters.api.wire import (
 )
 from gateway.events import ChatType, MessageEvent, UserRef
 from gateway.ports import AdapterContext
+from hermes_common.redact import redact
 
 __all__ = ["SESSION_HEADER", "EVENT_ID_HEADERS", "ApiServer"]
 
@@ -91,9 +92,8 @@ class ApiServer:
         return app
 
     def redact(self, text: str) -> str:
-        for key in self._plain_keys:
-            text = text.replace(key, "***")
-        return text
+        """`text` without any secret (`hermes_common.redact`), the configured keys included."""
+        return redact(text, self._plain_keys)
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: _Handler) -> web.StreamResponse:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import discord
+import structlog
 
 from adapters.discord.backfill import SeenChannels, backfill
 from adapters.discord.client import HermesClient, build_client
@@ -30,6 +30,8 @@ from gateway.ports import (
 )
 
 __all__ = ["MAX_MESSAGE_LENGTH", "RATE_PROFILE", "DiscordAdapter"]
+
+_log = structlog.get_logger("adapters.discord")
 
 MAX_MESSAGE_LENGTH = 2000
 RATE_PROFILE = RateProfile(per_chat=BudgetSpec((RateWindow(5, 5.0),)))
@@ -155,8 +157,10 @@ class DiscordAdapter(BasePlatformAdapter):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        with contextlib.suppress(Exception):
+        try:
             await client.close()
+        except Exception as exc:  # the client is dropped either way
+            _log.warning("discord_client_close_failed", error=type(exc).__name__)
         if self._client is client:
             self._client = None
 

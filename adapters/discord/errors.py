@@ -6,6 +6,7 @@ import aiohttp
 import discord
 
 from gateway.events import ErrorKind, SendResult
+from hermes_common.redact import redact
 
 __all__ = ["failure_from_exception"]
 
@@ -28,14 +29,14 @@ def failure_from_exception(exc: BaseException) -> SendResult:
     """Classify `exc` (raised by a discord.py REST call). Must not raise.
 
     The error string carries the exception type, HTTP status and Discord's error code and
-    message, never request headers (the token lives there).
+    message, never request headers (the token lives there), redacted.
     """
     if isinstance(exc, discord.RateLimited):
         return SendResult.failure(
             ErrorKind.RATE_LIMITED, "rate limited", retry_after=exc.retry_after
         )
     if isinstance(exc, discord.HTTPException):
-        detail = f"{type(exc).__name__} {exc.status} (code {exc.code}): {exc.text[:300]}"
+        detail = redact(f"{type(exc).__name__} {exc.status} (code {exc.code}): {exc.text[:300]}")
         if exc.status == 429:
             return SendResult.failure(
                 ErrorKind.RATE_LIMITED, detail, retry_after=_retry_after(exc)
@@ -54,5 +55,5 @@ def failure_from_exception(exc: BaseException) -> SendResult:
     if isinstance(exc, TimeoutError):
         return SendResult.failure(ErrorKind.TIMEOUT, "request timed out")
     if isinstance(exc, aiohttp.ClientError | OSError | discord.ConnectionClosed):
-        return SendResult.failure(ErrorKind.TRANSIENT, f"{type(exc).__name__}: {exc}"[:300])
-    return SendResult.failure(ErrorKind.UNKNOWN, f"{type(exc).__name__}: {exc}"[:300])
+        return SendResult.failure(ErrorKind.TRANSIENT, redact(f"{type(exc).__name__}: {exc}")[:300])
+    return SendResult.failure(ErrorKind.UNKNOWN, redact(f"{type(exc).__name__}: {exc}")[:300])

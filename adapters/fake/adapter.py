@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
 from adapters.fake.records import FailureScript, FakeCall, FakeMessage, Op, TurnCompleted
@@ -35,6 +35,7 @@ from gateway.ports import (
     Capabilities,
     RateProfile,
 )
+from hermes_common.waits import sleep_unless, wait_any
 
 __all__ = ["FakeAdapter", "Injected"]
 
@@ -117,7 +118,7 @@ class FakeAdapter(BasePlatformAdapter):
         if self._start_errors:
             raise self._start_errors.popleft()
         if self._gate is not None:
-            await _first(self._gate.wait(), ctx.stop_event.wait())
+            await wait_any(self._gate, ctx.stop_event)
             if ctx.stop_event.is_set():
                 return
         ctx.connected()
@@ -131,10 +132,7 @@ class FakeAdapter(BasePlatformAdapter):
             if not self._stalled:
                 ctx.progress()
             ticks += 1
-            try:
-                await asyncio.wait_for(ctx.stop_event.wait(), timeout=self.progress_interval_s)
-            except TimeoutError:
-                pass
+            await sleep_unless(self.progress_interval_s, ctx.stop_event)
         self._connected.clear()
 
     async def stop(self) -> None:
@@ -468,11 +466,3 @@ class FakeAdapter(BasePlatformAdapter):
         async with self._changed:
             self._changed.notify_all()
 
-
-async def _first(*aws: Awaitable[object]) -> None:
-    tasks = [asyncio.ensure_future(a) for a in aws]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for t in tasks:
-            t.cancel()

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import structlog
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -39,6 +40,7 @@ from gateway.ports import (
     Identity,
     RateProfile,
 )
+from hermes_common.waits import relay
 
 __all__ = ["MAX_LENGTH", "SlackAdapter"]
 
@@ -48,6 +50,7 @@ MAX_LENGTH = 3900
 _THREADS_CURSOR = "bot_threads"
 _THREADS_PERSISTED = 500
 _BOLT_LOG = logging.getLogger("adapters.slack.bolt")
+_log = structlog.get_logger("adapters.slack")
 _PLAIN = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 
@@ -132,7 +135,8 @@ class SlackAdapter(BasePlatformAdapter):
         self._fetcher = FileFetcher(secrets.bot_token, s.api_base_url)
         await self._load_threads(ctx)
         app = self._build_app(web)
-        link = asyncio.create_task(_link(ctx.stop_event, stop))
+        link = asyncio.create_task(relay(ctx.stop_event, stop),
+                                   name=f"adapter:{self.name}:stop-relay")
         try:
             if s.mode == "socket":
                 await run_socket(app, web, s, ctx, stop)
@@ -246,10 +250,13 @@ class SlackAdapter(BasePlatformAdapter):
             return self._chat_types[channel]  # type: ignore[no-any-return]
         kind = None
         if self._web is not None:
-            with contextlib.suppress(Exception):
+            try:
                 info = (await self._web.conversations_info(channel=channel)).get("channel") or {}
                 kind = ("im" if info.get("is_im") else "mpim" if info.get("is_mpim")
                         else "channel")
+            except Exception as exc:  # guessed from the id below; asked again next time
+                _log.warning("slack_channel_info_failed", channel=channel,
+                             error=type(exc).__name__)
         result = chat_type_for(kind, channel)
         if kind is not None:
             self._chat_types.put(channel, result)
@@ -265,7 +272,8 @@ class SlackAdapter(BasePlatformAdapter):
         except SlackApiError:  # e.g. user_not_found: remember that there is no name
             self._user_names.put(user_id, None)
             return None
-        except Exception:  # noqa: BLE001 - a name is optional; try again next time
+        except Exception as exc:  # a name is optional; try again next time
+            _log.warning("slack_user_info_failed", error=type(exc).__name__)
             return None
         profile = user.get("profile") or {}
         name = (profile.get("display_name") or user.get("real_name") or user.get("name")
@@ -274,18 +282,24 @@ class SlackAdapter(BasePlatformAdapter):
         return name
 
     async def _load_threads(self, ctx: AdapterContext) -> None:
-        with contextlib.suppress(Exception):
+        try:
             raw = await ctx.cursors.get(_THREADS_CURSOR)
-            for key in json.loads(raw or "[]"):
-                if isinstance(key, str):
-                    self._bot_threads.put(key)
+            keys = json.loads(raw or "[]")
+        except Exception as exc:  # only costs the memory of the bot's threads
+            ctx.logger.warning("slack_threads_unreadable", error=type(exc).__name__)
+            return
+        for key in keys if isinstance(keys, list) else ():
+            if isinstance(key, str):
+                self._bot_threads.put(key)
 
     async def _remember_thread(self, channel: str, thread_ts: str) -> None:
         if not self._bot_threads.put(f"{channel}:{thread_ts}") or self._ctx is None:
             return
         keys = list(self._bot_threads)[-_THREADS_PERSISTED:]
-        with contextlib.suppress(Exception):
+        try:
             await self._ctx.cursors.set(_THREADS_CURSOR, json.dumps(keys))
+        except Exception as exc:  # remembered in memory; written again with the next thread
+            self._ctx.logger.warning("slack_threads_not_saved", error=type(exc).__name__)
 
     # -- outbound ------------------------------------------------------------------------------
 
@@ -383,7 +397,3 @@ def _too_long(length: int) -> SendResult:
 def _text(text: str, formatted: bool) -> str:
     return text if formatted else text.translate(_PLAIN)
 
-
-async def _link(source: asyncio.Event, target: asyncio.Event) -> None:
-    await source.wait()
-    target.set()

@@ -13,7 +13,6 @@ concurrently.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -30,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.errors import AUTH_ERRORS, api_error_code
 from adapters.slack.settings import SlackSettings
 from gateway.ports import AdapterAuthError, AdapterContext, AdapterError
+from hermes_common.waits import sleep_unless
 
 __all__ = ["ChatOrder", "give_up_after", "run_http", "run_socket"]
 
@@ -147,8 +147,10 @@ async def run_socket(
         ctx.connected()
         await _watch(client, ctx, stop, settings)
     finally:
-        with contextlib.suppress(Exception):
+        try:
             await handler.close_async()
+        except Exception as exc:  # the socket is dropped either way
+            ctx.logger.warning("slack_socket_close_failed", error=type(exc).__name__)
 
 
 async def _watch(client: object, ctx: AdapterContext, stop: asyncio.Event,
@@ -157,11 +159,7 @@ async def _watch(client: object, ctx: AdapterContext, stop: asyncio.Event,
     fresh_s = 3 * settings.ping_interval_s
     limit = give_up_after(settings)
     last_ok = time.monotonic()
-    while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval)
-        if stop.is_set():
-            return
+    while not await sleep_unless(interval, stop):
         pong = getattr(client, "last_ping_pong_time", None)
         alive = await client.is_connected()  # type: ignore[attr-defined]
         if alive and (pong is None or time.time() - pong <= fresh_s):

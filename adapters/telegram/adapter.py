@@ -7,20 +7,18 @@ awaits `ctx.emit` (durable) and then confirms the update; the gateway does the r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from telegram import Bot, BotCommand, Update
 from telegram import error as tg_error
-from telegram.request import HTTPXRequest
 
 from adapters.telegram.convert import BotIdentity, files_of, inbound_message, to_event
-from adapters.telegram.errors import redact
+from adapters.telegram.errors import error_text
 from adapters.telegram.media import download_all
-from adapters.telegram.outbound import Outbound, build_bot
-from adapters.telegram.polling import ALLOWED_UPDATES, Poller, until_stopped
+from adapters.telegram.outbound import Outbound, build_bot, close_requests
+from adapters.telegram.polling import ALLOWED_UPDATES, Poller
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.webhook import WebhookServer
 from gateway.events import Attachment, OutboundAttachment, OutboundMessage, SendResult
@@ -36,6 +34,7 @@ from gateway.ports import (
     RateWindow,
 )
 from hermes_common.settings import reveal
+from hermes_common.waits import relay
 
 __all__ = ["RATE_PROFILE", "TelegramAdapter"]
 
@@ -88,8 +87,8 @@ class TelegramAdapter(BasePlatformAdapter):
         if self.settings.mode == "webhook" and not reveal(self.settings.webhook.secret_token):
             raise AdapterAuthError("webhook mode needs platforms.telegram.webhook.secret_token")
         stop = self._stop = asyncio.Event()
-        relay = asyncio.create_task(self._relay(ctx.stop_event, stop),
-                                    name=f"adapter:{self.name}:stop-relay")
+        relay_task = asyncio.create_task(relay(ctx.stop_event, stop),
+                                         name=f"adapter:{self.name}:stop-relay")
         bot, requests = build_bot(self.settings, pool=4)
         try:
             self.me = await self._connect(bot)
@@ -100,25 +99,14 @@ class TelegramAdapter(BasePlatformAdapter):
             else:
                 await self._run_polling(bot, ctx, stop)
         finally:
-            relay.cancel()
-            await self._close(requests)
+            relay_task.cancel()
+            await close_requests(requests)
 
     async def stop(self) -> None:
         """Idempotent: ends `start()` (in-flight long poll cancelled) and closes the send pool."""
         if self._stop is not None:
             self._stop.set()
         await self._outbound.close()
-
-    @staticmethod
-    async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
-        await source.wait()
-        target.set()
-
-    @staticmethod
-    async def _close(requests: list[HTTPXRequest]) -> None:
-        for req in requests:
-            with contextlib.suppress(Exception):
-                await req.shutdown()
 
     async def _connect(self, bot: Bot) -> BotIdentity:
         try:
@@ -128,7 +116,8 @@ class TelegramAdapter(BasePlatformAdapter):
                 "Telegram refused the bot token (getMe answered 401/404; "
                 "check the token and platforms.telegram.base_url)") from exc
         except tg_error.TelegramError as exc:
-            raise AdapterError(f"telegram: getMe failed ({self._redact(exc)})") from exc
+            why = error_text(exc, self.settings.plain_token())
+            raise AdapterError(f"telegram: getMe failed ({why})") from exc
         return BotIdentity(id=me.id, username=me.username or "")
 
     async def _publish_commands(self, bot: Bot, ctx: AdapterContext) -> None:
@@ -138,13 +127,15 @@ class TelegramAdapter(BasePlatformAdapter):
         try:
             await bot.set_my_commands(menu)
         except tg_error.TelegramError as exc:
-            ctx.logger.warning("telegram: setMyCommands failed", error=self._redact(exc))
+            ctx.logger.warning("telegram: setMyCommands failed",
+                               error=error_text(exc, self.settings.plain_token()))
 
     async def _run_polling(self, bot: Bot, ctx: AdapterContext, stop: asyncio.Event) -> None:
         try:
             await bot.delete_webhook(drop_pending_updates=False)
         except tg_error.TelegramError as exc:
-            raise AdapterError(f"telegram: deleteWebhook failed ({self._redact(exc)})") from exc
+            why = error_text(exc, self.settings.plain_token())
+            raise AdapterError(f"telegram: deleteWebhook failed ({why})") from exc
         ctx.connected()
 
         async def handle(update: Update) -> None:
@@ -177,9 +168,10 @@ class TelegramAdapter(BasePlatformAdapter):
             except tg_error.InvalidToken as exc:
                 raise AdapterAuthError("Telegram refused the bot token (setWebhook)") from exc
             except tg_error.TelegramError as exc:
-                raise AdapterError(f"telegram: setWebhook failed ({self._redact(exc)})") from exc
+                why = error_text(exc, self.settings.plain_token())
+                raise AdapterError(f"telegram: setWebhook failed ({why})") from exc
             ctx.connected()
-            await until_stopped(stop.wait(), stop)
+            await stop.wait()
         finally:
             await server.stop()
 
@@ -210,8 +202,6 @@ class TelegramAdapter(BasePlatformAdapter):
             return
         await ctx.emit(event)
 
-    def _redact(self, exc: BaseException) -> str:
-        return redact(f"{type(exc).__name__}: {exc}", self.settings.plain_token())
 
     # -- sending ---------------------------------------------------------------------------
     async def send(self, message: OutboundMessage) -> SendResult:

@@ -12,8 +12,9 @@ import warnings
 from telegram import error as tg_error
 
 from gateway.events import ErrorKind, SendResult
+from hermes_common.redact import redact
 
-__all__ = ["classify", "redact", "retry_after_of", "retry_after_seconds"]
+__all__ = ["classify", "error_text", "retry_after_of", "retry_after_seconds"]
 
 _MAX_ERROR_CHARS = 300
 
@@ -46,16 +47,16 @@ def retry_after_of(exc: tg_error.RetryAfter) -> float:
         return retry_after_seconds(exc.retry_after)
 
 
-def redact(text: str, secret: str) -> str:
-    """Remove `secret` (the bot token) from `text` and cap its length."""
-    if secret:
-        text = text.replace(secret, "<redacted>")
+def error_text(exc: BaseException, token: str) -> str:
+    """`Type: message` of `exc`, redacted (`hermes_common.redact`, the bot `token` included)
+    and capped at 300 characters: safe for logs, errors and chats."""
+    text = redact(f"{type(exc).__name__}: {exc}", (token,) if token else ())
     return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"
 
 
 def classify(exc: BaseException, *, secret: str = "") -> SendResult:
     """The failure `SendResult` for an exception raised by a Bot API call. Must not raise."""
-    message = redact(f"{type(exc).__name__}: {exc}", secret)
+    message = error_text(exc, secret)
     if isinstance(exc, tg_error.RetryAfter):
         return SendResult.failure(ErrorKind.RATE_LIMITED, message,
                                   retry_after=retry_after_of(exc))

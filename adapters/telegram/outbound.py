@@ -7,11 +7,11 @@ keep flowing while the poller is rebuilt after a failure.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import structlog
 from telegram import Bot, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.request import HTTPXRequest
@@ -21,7 +21,7 @@ from adapters.telegram.settings import TelegramSettings
 from gateway.events import ErrorKind, OutboundAttachment, OutboundMessage, SendResult
 from hermes_common.text import utf16_length
 
-__all__ = ["GENERAL_TOPIC_ID", "Outbound", "build_bot", "thread_param"]
+__all__ = ["GENERAL_TOPIC_ID", "Outbound", "build_bot", "close_requests", "thread_param"]
 
 GENERAL_TOPIC_ID = "1"
 CAPTION_LIMIT = 1024
@@ -31,6 +31,7 @@ _VIDEO = {".mp4", ".mov", ".m4v"}
 _AUDIO = {".mp3", ".m4a", ".flac", ".wav"}
 
 T = TypeVar("T")
+_log = structlog.get_logger("adapters.telegram")
 
 
 def build_bot(settings: TelegramSettings, *, pool: int = 8) -> tuple[Bot, list[HTTPXRequest]]:
@@ -45,6 +46,16 @@ def build_bot(settings: TelegramSettings, *, pool: int = 8) -> tuple[Bot, list[H
               base_file_url=settings.base_file_url,
               request=general, get_updates_request=updates)
     return bot, [general, updates]
+
+
+async def close_requests(requests: list[HTTPXRequest]) -> None:
+    """Shut the HTTP pools of `build_bot` down. Best effort: a pool that fails to close is
+    logged and the others are still closed. Must not raise."""
+    for req in requests:
+        try:
+            await req.shutdown()
+        except Exception as exc:
+            _log.warning("telegram_pool_close_failed", error=type(exc).__name__)
 
 
 def thread_param(thread_id: str | None) -> int | None:
@@ -95,9 +106,7 @@ class Outbound:
     async def close(self) -> None:
         """Close the HTTP pool (idempotent); the next call opens a fresh one."""
         requests, self._requests, self._bot = self._requests, [], None
-        for req in requests:
-            with contextlib.suppress(Exception):  # closing is best effort
-                await req.shutdown()
+        await close_requests(requests)
 
     async def _call(self, fn: Callable[[Bot], Awaitable[T]]) -> T | SendResult:
         try:

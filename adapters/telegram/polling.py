@@ -9,39 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from telegram import Bot, Update
 from telegram import error as tg_error
 
-from adapters.telegram.errors import redact, retry_after_of
+from adapters.telegram.errors import error_text, retry_after_of
 from adapters.telegram.settings import TelegramSettings
 from gateway.ports import AdapterAuthError, AdapterContext, AdapterError
+from hermes_common.backoff import Backoff
+from hermes_common.waits import run_unless, sleep_unless
 
-__all__ = ["ALLOWED_UPDATES", "CURSOR_KEY", "Poller", "until_stopped"]
+__all__ = ["ALLOWED_UPDATES", "CURSOR_KEY", "Poller"]
 
 CURSOR_KEY = "update_offset"
 ALLOWED_UPDATES = ["message"]
 _MAX_BACKOFF_S = 30.0
 
-T = TypeVar("T")
 Handler = Callable[[Update], Awaitable[None]]
-
-
-async def until_stopped(coro: Coroutine[Any, Any, T], stop: asyncio.Event) -> tuple[bool, T | None]:
-    """Run `coro` unless `stop` is set first (then it is cancelled). Returns (done, result)."""
-    task: asyncio.Task[T] = asyncio.ensure_future(coro)
-    waiter = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-    if task.done():
-        return True, task.result()
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    return False, None
 
 
 class Poller:
@@ -60,26 +46,28 @@ class Poller:
         self._ctx = ctx
         self._handle = handle
         self._stop = stop
+        self._conflict_pacing = Backoff(base_s=settings.conflict_backoff_s, cap_s=_MAX_BACKOFF_S)
+        self._network_pacing = Backoff(base_s=settings.network_backoff_s, cap_s=_MAX_BACKOFF_S)
 
     async def run(self) -> None:
         offset = await self._load_offset()
         conflicts = failures = 0
         while not self._stop.is_set():
             try:
-                done, batch = await until_stopped(self._fetch(offset), self._stop)
+                done, batch = await run_unless(self._fetch(offset), self._stop)
             except tg_error.InvalidToken as exc:
                 raise AdapterAuthError("Telegram refused the bot token during getUpdates") from exc
             except tg_error.Conflict as exc:
                 conflicts += 1
                 self._ctx.logger.warning("telegram getUpdates conflict", attempt=conflicts,
-                                         error=self._redact(exc))
+                                         error=error_text(exc, self._s.plain_token()))
                 if conflicts >= self._s.conflict_retries:
                     raise AdapterError(
                         f"telegram: {conflicts} consecutive 409 Conflicts from getUpdates. "
                         "Another process is polling this bot token (a second gateway or "
                         "profile with the same token?) or a webhook is set. Stop the other "
                         "poller or switch to webhook mode.") from exc
-                await self._pause(self._backoff(self._s.conflict_backoff_s, conflicts))
+                await self._pause(self._conflict_pacing.delay(conflicts))
                 continue
             except tg_error.RetryAfter as exc:
                 await self._pause(retry_after_of(exc))
@@ -87,12 +75,12 @@ class Poller:
             except tg_error.NetworkError as exc:
                 failures += 1
                 self._ctx.logger.warning("telegram getUpdates failed", attempt=failures,
-                                         error=self._redact(exc))
+                                         error=error_text(exc, self._s.plain_token()))
                 if failures >= self._s.network_retries:
                     raise AdapterError(
                         f"telegram: getUpdates failed {failures} times in a row "
-                        f"({self._redact(exc)})") from exc
-                await self._pause(self._backoff(self._s.network_backoff_s, failures))
+                        f"({error_text(exc, self._s.plain_token())})") from exc
+                await self._pause(self._network_pacing.delay(failures))
                 continue
             if not done or batch is None:
                 return
@@ -162,11 +150,5 @@ class Poller:
         return out
 
     async def _pause(self, seconds: float) -> None:
-        await until_stopped(asyncio.sleep(seconds), self._stop)
+        await sleep_unless(seconds, self._stop)
 
-    @staticmethod
-    def _backoff(base: float, attempt: int) -> float:
-        return min(base * (2 ** (attempt - 1)), _MAX_BACKOFF_S)
-
-    def _redact(self, exc: BaseException) -> str:
-        return redact(f"{type(exc).__name__}: {exc}", self._s.plain_token())

@@ -21,7 +21,6 @@ from agent_core.compression.guards import (
     record_failure,
     record_ineffective,
 )
-from agent_core.compression.redact import redact
 from agent_core.compression.thresholds import compute_threshold, resolve_model_percent, tail_budget
 from agent_core.compression.types import (
     COMPRESSED_SUMMARY_KEY,
@@ -36,6 +35,7 @@ from agent_core.compression.types import (
     Summarizer,
     SummarizerError,
 )
+from hermes_common.redact import redact
 
 __all__ = [
     "COMPRESSED_SUMMARY_KEY",

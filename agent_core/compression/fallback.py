@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from agent_core.compression.messages import Message, role_of, text_of
 from agent_core.compression.oneliners import describe_tool_result, parse_arguments
-from agent_core.compression.redact import redact
+from hermes_common.redact import redact
 
 __all__ = ["build_fallback_summary"]
 

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from agent_core.compression.redact import redact
+from hermes_common.redact import redact
 
 __all__ = ["describe_tool_result", "parse_arguments"]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 from agent_core.compression.messages import Message, has_tool_calls, role_of, text_of
 from agent_core.compression.oneliners import describe_tool_result
-from agent_core.compression.redact import redact
 from agent_core.tokens import estimate_message, estimate_text
+from hermes_common.redact import redact
 
 __all__ = ["RenderedMiddle", "clip_to_tokens", "find_skill_markers", "render_middle"]
 

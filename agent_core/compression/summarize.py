@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from agent_core.compression.redact import redact
 from agent_core.compression.render import clip_to_tokens
 from agent_core.compression.types import Summarizer, SummarizerError
 from agent_core.tokens import estimate_text
+from hermes_common.redact import redact
 
 __all__ = [
     "SECTIONS",

@@ -10,7 +10,6 @@ unknown tools, exceptions and timeouts all become `ok=False` outcomes with a cle
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from agent_core.tools.base import ToolCall, ToolContext, ToolOutcome
 from agent_core.tools.output import DEFAULT_MAX_OUTPUT_CHARS, preview, truncate_output
 from agent_core.tools.planner import PlanItem, canonical_path, plan_batches
+from hermes_common.waits import cancel_and_wait
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT_S",
@@ -300,27 +300,24 @@ class ToolRegistry:
             )
             if task in done:
                 return _result_of(tool.name, task)
-            await _cancel(task)
+            await _stop(tool.name, task)
             if waiter is not None and waiter in done:
                 reason = ctx.interrupt.reason or "interrupted"
                 return False, f"[Tool interrupted: {tool.name} was stopped before it finished ({reason}).]"
             return False, f"Error executing tool '{tool.name}': timed out after {timeout:g}s."
         except BaseException:
-            await _cancel(task)
+            await _stop(tool.name, task)
             raise
         finally:
             if waiter is not None:
-                await _cancel(waiter)
+                await cancel_and_wait(waiter)
 
 
-async def _cancel(task: asyncio.Future[Any]) -> None:
-    if task.done():
-        if not task.cancelled():
-            task.exception()  # mark retrieved
-        return
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+async def _stop(name: str, task: asyncio.Future[Any]) -> None:
+    """Cancel a tool's task and wait for it; its result no longer counts, a failure on the
+    way out is logged."""
+    if exc := await cancel_and_wait(task):
+        log.warning("tool_failed_while_stopping", tool=name, error_type=type(exc).__name__)
 
 
 def _result_of(name: str, task: asyncio.Future[Any]) -> tuple[bool, str]:

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import time
 import uuid
@@ -31,6 +30,7 @@ from gateway.compression.outcome import JobOutcome
 from gateway.compression.ports import CompressionStore
 from gateway.compression.runner import JobRequest, JobRunner, NotifyingSummarizer, PromptBuilder
 from gateway.metrics import GatewayMetrics
+from hermes_common.waits import cancel_and_wait
 
 __all__ = ["CompressionPool", "StatusCallback"]
 
@@ -230,8 +230,8 @@ class CompressionPool:
         for t in tasks:
             t.cancel()
         for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+            if exc := await cancel_and_wait(t):
+                log.warning("compression_worker_failed", error=type(exc).__name__)
         while not self._queue.empty():
             job = self._queue.get_nowait()
             self._finish(job, JobOutcome("cancelled", job.request.session_id,

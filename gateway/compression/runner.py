@@ -35,6 +35,7 @@ from agent_core.tokens import TOKEN_CACHE_KEY
 from gateway.compression.guardstate import from_stored, to_fields
 from gateway.compression.outcome import JobOutcome
 from gateway.compression.ports import CompressionStore
+from hermes_common.waits import cancel_and_wait
 from storage import FenceRejected, Lease, Session, StorageError
 
 __all__ = ["Emit", "JobRequest", "JobRunner", "NotifyingSummarizer"]
@@ -225,10 +226,9 @@ class JobRunner:
                 return_when=asyncio.FIRST_COMPLETED)
         finally:
             waiter.cancel()
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            if not task.done() and (late := await cancel_and_wait(task)):
+                # the job already timed out or lost its lease: this result is discarded
+                log.info("compression_engine_failed_late", error=type(late).__name__)
         if task in done and not task.cancelled():
             exc = task.exception()
             if exc is None:

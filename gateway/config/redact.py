@@ -1,18 +1,27 @@
-"""Secret redaction for logs, error strings and `hermes config show`.
+"""Redaction for `hermes config show`, and the config package's names for the project's one
+redaction module (`hermes_common.redact`: known secret shapes plus every registered value).
 
-Light on purpose (only `re`): the logging pipeline and the CLI import it at start-up.
-Two mechanisms: patterns for well-known secret shapes (Telegram bot tokens, `sk-…` keys,
-Slack `xox?-…`/`xapp-…` tokens, bearer/basic authorization, credentials in URLs), and exact
-values registered at run time (`register_secret`, done by the config loader for every secret
-field) so that any configured secret is caught whatever its shape.
+The config loader registers every configured secret (`register_secrets`); `redacted_config`
+also hides the values of secret-named environment variables (`OPENAI_API_KEY`, …), whether or
+not the config refers to them.
 """
 
 from __future__ import annotations
 
-import re
-import threading
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Mapping
 from typing import Any
+
+from hermes_common.redact import (
+    REDACTED,
+    clear_registered_secrets,
+    redact_value,
+    register_secret,
+    register_secrets,
+    secret_env_values,
+)
+from hermes_common.redact import is_secret_name as is_secret_key
+from hermes_common.redact import redact as redact_text
 
 __all__ = [
     "REDACTED",
@@ -25,108 +34,15 @@ __all__ = [
     "register_secrets",
 ]
 
-REDACTED = "[REDACTED]"
-MIN_REGISTERED_LENGTH = 6
 
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # Telegram bot token: keep the public bot id, drop the secret half.
-    (re.compile(r"(?<!\d)(\d{6,}):[A-Za-z0-9_-]{30,}"), r"\1:" + REDACTED),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{10,}"), REDACTED),
-    (re.compile(r"\bxox[abprse]-[A-Za-z0-9-]{8,}"), REDACTED),
-    (re.compile(r"\bxapp-[A-Za-z0-9-]{8,}"), REDACTED),
-    (re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{6,}"), r"\1\2" + REDACTED),
-    (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1" + REDACTED + "@"),
-    (
-        re.compile(
-            r"(?i)([?&](?:api[_-]?key|access[_-]?token|token|key|secret|password|sig)=)[^&\s\"']+"
-        ),
-        r"\1" + REDACTED,
-    ),
-    (
-        re.compile(
-            r"(?i)\b((?:password|passwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|"
-            r"bot[_-]?token|app[_-]?token|signing[_-]?secret|secret[_-]?token)"
-            r"[\"']?\s*[=:]\s*[\"']?)([^\s\"',;]{4,})"
-        ),
-        r"\1" + REDACTED,
-    ),
-)
-
-_SECRET_KEY_RE = re.compile(
-    r"(?i)(^|[_-])(token|secret|password|passwd|api_?keys?|apikey|authorization|"
-    r"credentials?|private_key|cookie)$"
-)
-
-_lock = threading.Lock()
-_registered: frozenset[str] = frozenset()
-_registered_re: re.Pattern[str] | None = None
-
-
-def register_secret(value: str | None) -> None:
-    """Redact this exact value from now on (values shorter than 6 characters are ignored)."""
-    if value:
-        register_secrets([value])
-
-
-def register_secrets(values: Iterable[str | None]) -> None:
-    """Register several secret values at once. Must not raise."""
-    global _registered, _registered_re
-    new = {v for v in values if v and len(v) >= MIN_REGISTERED_LENGTH}
-    if not new or new <= _registered:
-        return
-    with _lock:
-        _registered = _registered | new
-        ordered = sorted(_registered, key=len, reverse=True)
-        _registered_re = re.compile("|".join(re.escape(v) for v in ordered))
-
-
-def clear_registered_secrets() -> None:
-    """Forget every registered value (tests)."""
-    global _registered, _registered_re
-    with _lock:
-        _registered = frozenset()
-        _registered_re = None
-
-
-def redact_text(text: str) -> str:
-    """`text` with every known secret shape and registered value replaced. Must not raise."""
-    if not text:
-        return text
-    rx = _registered_re
-    if rx is not None:
-        text = rx.sub(REDACTED, text)
-    for pattern, repl in _PATTERNS:
-        text = pattern.sub(repl, text)
-    return text
-
-
-def is_secret_key(name: object) -> bool:
-    """True for key names that hold secrets (`token`, `bot_token`, `api_keys`, `password`…)."""
-    return isinstance(name, str) and bool(_SECRET_KEY_RE.search(name))
-
-
-def redact_value(value: Any, key: object = None) -> Any:
-    """A redacted copy of `value`: strings under a secret-looking key are replaced entirely
-    (empty ones stay empty so "unset" remains visible); every other string goes through
-    `redact_text`. Walks dicts, lists and tuples. Must not raise."""
-    secret = is_secret_key(key)
-    if isinstance(value, str):
-        if secret:
-            return REDACTED if value else value
-        return redact_text(value)
-    if isinstance(value, Mapping):
-        return {k: redact_value(v, k) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_value(v, key) for v in value]
-    if hasattr(value, "get_secret_value"):
-        return REDACTED if str(value.get_secret_value()) else ""
-    return value
-
-
-def redacted_config(config: Any) -> dict[str, Any]:
-    """The effective config (a pydantic model) as plain data, every secret redacted."""
+def redacted_config(config: Any, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The effective config (a pydantic model) as plain data: values under secret-named keys
+    replaced entirely, every other string redacted (registered secrets, the values of the
+    secret-named variables of `environ` (default `os.environ`), known secret shapes)."""
     data = config.model_dump(mode="python", by_alias=True)
-    return _plain(redact_value(data))
+    env_secrets = secret_env_values(os.environ if environ is None else environ)
+    plain: dict[str, Any] = _plain(redact_value(data, secrets=env_secrets))
+    return plain
 
 
 def _plain(value: Any) -> Any:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol
 
 import structlog
 
@@ -15,7 +16,9 @@ from gateway.delivery.render import preview_text, render_final, render_plain
 from gateway.delivery.stream import DeliveryFailed, StreamConsumer, StreamSettings
 from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage, SendResult
 from gateway.ports import BasePlatformAdapter
-from gateway.ratelimit import ChatRateBudget, Deferred, RateBudgets
+from gateway.ratelimit import BudgetClosed, ChatRateBudget, Deferred, RateBudgets
+from hermes_common.backoff import Backoff
+from hermes_common.redact import redact
 from hermes_common.text import MediaPolicy, extract_media
 from storage.ports import OutboxLedger, Reachability
 
@@ -27,6 +30,8 @@ RECOVERED_MARKER = "♻️ Recovered reply (the gateway restarted before it was 
 RECOVERY_MAX_AGE_S = 24 * 3600
 TYPING_REFRESH_S = 4.0
 MAX_RETRIES = 8
+#: Pause before re-sending a final after a transient failure: 2 s doubling to 60 s, jittered.
+_RESEND = Backoff(base_s=2.0, cap_s=60.0)
 
 
 class DeliveryLedger(OutboxLedger, Reachability, Protocol):
@@ -127,9 +132,12 @@ class DeliveryService:
     async def turn_complete(self, target: ReplyTarget, *, ok: bool, error: str | None = None) -> None:
         adapter = self._adapters.get(target.adapter)
         if adapter is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await adapter.turn_complete(target.chat_id, reply_to=target.reply_to, ok=ok,
                                             error=error)
+            except Exception as exc:  # the hook must not raise; an adapter bug is logged
+                log.warning("turn_complete_failed", adapter=target.adapter,
+                            error=type(exc).__name__)
 
     # -- streaming ---------------------------------------------------------------------------
     def begin(self, target: ReplyTarget) -> StreamConsumer | None:
@@ -155,8 +163,11 @@ class DeliveryService:
             budget = self._budget(target)
             while True:
                 if budget.try_acquire("typing"):
-                    with contextlib.suppress(Exception):
+                    try:
                         await adapter.typing(target.chat_id, target.thread_id)
+                    except Exception as exc:  # typing must not raise; cosmetic, so go on
+                        log.warning("typing_failed", adapter=target.adapter,
+                                    error=type(exc).__name__)
                 await asyncio.sleep(TYPING_REFRESH_S)
 
         self._stop_typing(target)
@@ -181,11 +192,17 @@ class DeliveryService:
         body, media = extract_media(text)
         notes: list[str] = []
         allowed: list[OutboundAttachment] = []
+        adapter = self._adapters.get(target.adapter)
+        takes_files = adapter is None or adapter.capabilities.media
         for ref in media:
             decision = await asyncio.to_thread(self._media.check, ref.path) if self._media \
                 else None
             if decision is None or not decision.allowed:
                 notes.append(decision.note() if decision else f"⚠️ Attachment not sent: {ref.path}")
+                continue
+            if not takes_files:
+                notes.append(f"⚠️ Attachment not sent: {Path(ref.path).name} "
+                             "(this chat takes no files)")
                 continue
             allowed.append(OutboundAttachment(path=str(decision.path),
                                               as_document=ref.as_document, as_voice=ref.as_voice))
@@ -235,12 +252,63 @@ class DeliveryService:
         ids = await self._send_body(adapter, final, consumer, tries)
         if ids is None:
             return []
-        for att in final.attachments:
-            with contextlib.suppress(Exception):
-                await self._budget(target).acquire("send")
-                await adapter.send_media(target.chat_id, att, thread_id=target.thread_id)
-        await self._ledger.outbox_mark_delivered([outbox_id], ids)
+        if await self._send_attachments(adapter, final, ids, tries):
+            await self._ledger.outbox_mark_delivered([outbox_id], ids)
         return ids
+
+    async def _send_attachments(self, adapter: BasePlatformAdapter, final: PreparedFinal,
+                                ids: list[str], tries: int) -> bool:
+        """Send the final's attachments in order, after its text (the row is `sent`). True
+        when every one went out. Otherwise the row is never marked delivered: after a rate
+        limit or a transient failure the rest is retried later (and by start-up recovery);
+        any other failure marks the row failed and tells the chat which file did not go."""
+        target = final.target
+        for i, att in enumerate(final.attachments):
+            res = await self._send_attachment(adapter, target, att)
+            if res.ok:
+                self.on_outbound(target.adapter)
+                continue
+            name = Path(att.path).name
+            kind = res.error_kind
+            log.warning("final_attachment_failed", adapter=target.adapter,
+                        outbox_id=final.outbox_id, attachment=name, kind=str(kind))
+            if kind in (ErrorKind.RATE_LIMITED, ErrorKind.TRANSIENT):
+                rest = replace(final, attachments=final.attachments[i:])
+                hint = res.retry_after if kind is ErrorKind.RATE_LIMITED else None
+                self._schedule(final, _RESEND.delay(tries + 1, retry_after=hint), tries,
+                               partial(self._retry_attachments, rest, ids, tries + 1), ("sent",))
+                return False
+            reason = redact(f"attachment not sent: {name}: {res.error or kind}")
+            await self._ledger.outbox_mark_failed(final.outbox_id, reason)
+            await self.notify(target, f"⚠️ Attachment not sent: {name} ({kind or 'error'}).")
+            return False
+        return True
+
+    async def _send_attachment(self, adapter: BasePlatformAdapter, target: ReplyTarget,
+                               att: OutboundAttachment) -> SendResult:
+        """One attachment on the chat's budget. Never raises: a budget deferral reads as a
+        rate limit, a closed budget as transient, an adapter that raised as unknown."""
+        try:
+            await self._budget(target).acquire("send")
+        except Deferred as d:
+            return SendResult.failure(ErrorKind.RATE_LIMITED, "deferred by the rate budget",
+                                      retry_after=max(0.0, d.until - time.monotonic()))
+        except BudgetClosed:
+            return SendResult.failure(ErrorKind.TRANSIENT, "delivery is closing")
+        try:
+            res = await adapter.send_media(target.chat_id, att, thread_id=target.thread_id)
+        except Exception as exc:  # send_media must not raise: an adapter bug
+            log.warning("attachment_send_error", adapter=target.adapter,
+                        error=type(exc).__name__)
+            return SendResult.failure(ErrorKind.UNKNOWN, type(exc).__name__)
+        if res.error_kind is ErrorKind.RATE_LIMITED and res.retry_after:
+            self._budget(target).throttle(res.retry_after)
+        return res
+
+    async def _retry_attachments(self, final: PreparedFinal, ids: list[str], tries: int) -> None:
+        adapter = self._adapters.get(final.target.adapter)
+        if adapter is not None and await self._send_attachments(adapter, final, ids, tries):
+            await self._ledger.outbox_mark_delivered([final.outbox_id], ids)
 
     async def _send_body(self, adapter: BasePlatformAdapter, final: PreparedFinal,
                          consumer: StreamConsumer, tries: int) -> list[str] | None:
@@ -277,10 +345,11 @@ class DeliveryService:
             await self._ledger.outbox_mark_failed(outbox_id, err)
         elif kind is ErrorKind.RATE_LIMITED:
             await self._ledger.outbox_record_attempt(outbox_id, err)
-            self._retry_later(final, consumer, res.retry_after or 1.0, tries)
+            self._retry_later(final, consumer,
+                              _RESEND.delay(tries + 1, retry_after=res.retry_after or 1.0), tries)
         elif kind is ErrorKind.TRANSIENT:
             await self._ledger.outbox_record_attempt(outbox_id, err)
-            self._retry_later(final, consumer, min(2.0 * 2 ** tries, 60.0), tries)
+            self._retry_later(final, consumer, _RESEND.delay(tries + 1), tries)
         else:
             # A timeout may have delivered the message: don't send blindly again.
             await self._ledger.outbox_mark_failed(outbox_id, err)
@@ -289,8 +358,14 @@ class DeliveryService:
     def _retry_later(self, final: PreparedFinal, consumer: StreamConsumer, delay: float,
                      tries: int) -> None:
         """Try again after `delay` with the same consumer, so the retry replaces the same
-        preview and skips parts already delivered. After `MAX_RETRIES` the row stays pending
-        for start-up recovery."""
+        preview and skips parts already delivered."""
+        self._schedule(final, delay, tries, lambda: self._attempt(final, consumer, tries + 1),
+                       ("pending", "sent"))
+
+    def _schedule(self, final: PreparedFinal, delay: float, tries: int,
+                  again: Callable[[], Awaitable[object]], states: tuple[str, ...]) -> None:
+        """Run `again()` after `delay` if the row is still in one of `states`. After
+        `MAX_RETRIES` the row stays open for start-up recovery."""
         if tries >= MAX_RETRIES:
             log.warning("final_retries_exhausted", adapter=final.target.adapter,
                         outbox_id=final.outbox_id)
@@ -299,8 +374,8 @@ class DeliveryService:
         async def retry() -> None:
             await asyncio.sleep(max(delay, 0.05))
             item = await self._ledger.outbox_get(final.outbox_id)
-            if item is not None and item.state in ("pending", "sent"):
-                await self._attempt(final, consumer, tries + 1)
+            if item is not None and item.state in states:
+                await again()
 
         task = asyncio.create_task(retry(), name=f"outbox-retry:{final.outbox_id}")
         self._retry_tasks.add(task)
@@ -347,13 +422,24 @@ class DeliveryService:
                 continue
             target = ReplyTarget(item.platform, item.chat_id, item.thread_id, item.reply_to,
                                  item.chat_type or "dm")
-            if item.attempts >= 1 and item.state == "sent":
-                # It reached the platform; only the delivered mark was lost.
-                await self._ledger.outbox_mark_delivered([item.id])
+            if item.state == "sent":
+                # The text reached the platform, its attachments may not have: send them
+                # (one that went out just before the crash may come twice, none is lost).
+                await self._recover_attachments(item, target)
                 continue
             await self.resend(item.id, target, marker=RECOVERED_MARKER)
             resent += 1
         return resent, len(old)
+
+    async def _recover_attachments(self, item: Any, target: ReplyTarget) -> None:
+        files = tuple(OutboundAttachment(**a) for a in item.attachments or ())
+        ids = list(item.platform_message_ids or [])
+        adapter = self._adapters.get(target.adapter)
+        if not files:
+            await self._ledger.outbox_mark_delivered([item.id])
+        elif adapter is not None and await self._send_attachments(
+                adapter, PreparedFinal(target, item.id, item.text, files), ids, 0):
+            await self._ledger.outbox_mark_delivered([item.id], ids)
 
     async def close(self) -> None:
         """Cancel pending retries and typing loops, close the budgets. Pending finals stay in

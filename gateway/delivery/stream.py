@@ -9,7 +9,6 @@ before: an interrupt, rate limits or failed edits.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import structlog
 
 from gateway.events import ErrorKind, OutboundMessage, SendResult
 from gateway.ports import BasePlatformAdapter
+from hermes_common.waits import cancel_and_wait
 
 __all__ = ["Budget", "DeliveryFailed", "Rendered", "StreamConsumer", "StreamSettings"]
 
@@ -210,9 +210,9 @@ class StreamConsumer:
         if self._flusher is not None:
             if self._pushing:
                 await asyncio.wait((self._flusher,), timeout=IN_FLIGHT_WAIT_S)
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._flusher
+            if exc := await cancel_and_wait(self._flusher):
+                log.warning("preview_flush_failed", chat_id=self._chat,
+                            error=type(exc).__name__)
             self._flusher = None
 
     # -- final -------------------------------------------------------------------------
@@ -285,10 +285,20 @@ class StreamConsumer:
         if res.error_kind is ErrorKind.RATE_LIMITED:
             self._budget.throttle(res.retry_after or 1.0)
         if res.ok and index == 0 and self.message_id is not None and not self._can_edit:
-            with contextlib.suppress(Exception):
-                await self._budget.acquire("delete")
-                await self._adapter.delete(self._chat, self.message_id)
+            await self._delete_preview(self.message_id)
         return res
+
+    async def _delete_preview(self, message_id: str) -> None:
+        """Remove the preview the final replaced; if that cannot be done it stays. Must not
+        raise."""
+        try:
+            await self._budget.acquire("delete")
+            res = await self._adapter.delete(self._chat, message_id)
+        except Exception as exc:  # deferred or closed budget, or an adapter bug
+            log.info("preview_delete_skipped", chat_id=self._chat, error=type(exc).__name__)
+            return
+        if not res.ok:
+            log.info("preview_delete_failed", chat_id=self._chat, kind=str(res.error_kind))
 
 
 class DeliveryFailed(Exception):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from agent_core.budget import IterationBudget
 from agent_core.credentials import CredentialPool, KeyState
-from agent_core.errors import FailoverReason, classify, redact_secrets
+from agent_core.errors import FailoverReason, classify
 from agent_core.messages import repair, validate
 
 REQ = httpx2.Request("POST", "http://127.0.0.1/v1/chat/completions")
@@ -141,7 +141,8 @@ def test_retry_after_header_and_secret_redaction():
     err = classify(exc, secrets=("sk-live-abcdefghijkl",))
     assert err.retry_after == 1.5
     assert "sk-live" not in err.message
-    assert "Bearer abc.def.ghijklmn" not in redact_secrets("auth: Bearer abc.def.ghijklmn")
+    bearer = classify(status_error(401, "auth: Bearer abc.def.ghijklmn", None, {}))
+    assert "abc.def.ghijklmn" not in bearer.message
 
 
 def test_pool_fill_first_round_robin_and_cooldowns():

@@ -10,7 +10,8 @@ from typing import Any
 from gateway.events import MessageEvent
 from gateway.metrics import GatewayMetrics
 from gateway.ports import BasePlatformAdapter
-from gateway.supervisor import AdapterSupervisor, BackoffPolicy, SupervisorSettings
+from gateway.supervisor import AdapterSupervisor, SupervisorSettings
+from hermes_common.backoff import Backoff
 
 
 class Inbound:
@@ -65,7 +66,7 @@ def make_supervisor(
         "check_interval_s": 0.01,
         "connect_timeout_s": 5.0,
         "stop_timeout_s": 1.0,
-        "backoff": BackoffPolicy(base_s=1.0, cap_s=60.0, jitter=0.25),
+        "backoff": Backoff(base_s=1.0, cap_s=60.0, jitter=0.25),
     }
     options.update(settings)
     extra: dict[str, Any] = {}

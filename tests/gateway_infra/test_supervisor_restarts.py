@@ -13,7 +13,7 @@ from adapters.fake import FakeAdapter
 from gateway.events import OutboundMessage, SendResult
 from gateway.metrics import GatewayMetrics
 from gateway.ports import AdapterAuthError, AdapterContext, AdapterError, BasePlatformAdapter
-from gateway.supervisor import AdapterState, BackoffPolicy
+from gateway.supervisor import AdapterState, SupervisorSettings
 from tests.gateway_infra.helpers import Inbound, RecordingSleep, make_supervisor, until
 
 
@@ -51,11 +51,13 @@ async def test_crashing_adapter_restarts_with_growing_jittered_delays(tmp_path: 
 
 
 @given(rands=st.lists(st.floats(0.0, 1.0), min_size=12, max_size=12))
-def test_backoff_grows_until_the_cap_and_never_exceeds_it(rands: list[float]) -> None:
-    policy = BackoffPolicy(base_s=0.5, cap_s=30.0, jitter=0.25)
+def test_the_default_restart_backoff_grows_until_the_cap_and_never_exceeds_it(
+    rands: list[float],
+) -> None:
+    policy = SupervisorSettings().backoff
     delays = [policy.delay(i + 1, r) for i, r in enumerate(rands)]
-    assert all(d <= 30.0 for d in delays)
-    uncapped = [d for i, d in enumerate(delays) if 0.5 * 2**i < 30.0]
+    assert all(d <= 300.0 for d in delays)
+    uncapped = [d for i, d in enumerate(delays) if 1.0 * 2**i < 300.0]
     assert all(a < b for a, b in zip(uncapped, uncapped[1:], strict=False))
 
 
