@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from hermes_common.redact import redact, redact_value, register_environment
 
 if TYPE_CHECKING:
+    from structlog.stdlib import ProcessorFormatter
+
     from gateway.config.models import LoggingConfig
 
 __all__ = [
@@ -110,7 +112,7 @@ def _redact_rendered(_: Any, __: str, rendered: Any) -> Any:
 
 
 @cache
-def _once_formatter_class() -> type[logging.Formatter]:
+def _once_formatter_class() -> type[ProcessorFormatter]:
     """Defined on first use: structlog is imported only when logging is configured."""
     import structlog
 
@@ -196,7 +198,7 @@ def configure_logging(
     ]
     # Redacted once per record, before any handler sees it: ours in the structlog chain,
     # stdlib records in the formatter's foreign chain. Handlers only render.
-    finish = [structlog.processors.format_exc_info, redact_event]
+    finish: list[Any] = [structlog.processors.format_exc_info, redact_event]
 
     def formatter(renderer: Any) -> logging.Formatter:
         return _once_formatter_class()(
