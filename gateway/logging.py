@@ -93,14 +93,18 @@ def _add_context(
     return event_dict
 
 
+_PLAIN = frozenset({int, float, bool})
+
+
 def redact_event(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> dict[str, Any]:
     """structlog processor: redact every value (strings by pattern and registered secret,
     anything under a secret-named key entirely). Keys starting with `_` are left alone."""
     out: dict[str, Any] = {}
     for key, value in event_dict.items():
-        if key.startswith("_") or key == "timestamp":  # ours, and unique: not worth a look
+        if (value is None or type(value) in _PLAIN  # nothing to hide in a number
+                or key.startswith("_") or key == "timestamp"):  # ours, and unique
             out[key] = value
-        elif isinstance(value, str | int | float | bool | dict | list | tuple) or value is None:
+        elif isinstance(value, str | dict | list | tuple):
             out[key] = redact_value(value, key)
         else:
             out[key] = redact_value(str(value), key)
@@ -250,6 +254,7 @@ def configure_logging(
 
     structlog.configure(
         processors=[
+            structlog.stdlib.filter_by_level,  # below the level: dropped before any work
             *pre_chain,
             structlog.processors.StackInfoRenderer(),
             *finish,

@@ -223,7 +223,12 @@ def clear_registered_secrets() -> None:
 def is_secret_name(name: object) -> bool:
     """True for key or variable names that hold secrets (`token`, `bot_token`, `api_keys`,
     `password`, `OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`…)."""
-    return isinstance(name, str) and bool(_SECRET_NAME.search(name))
+    return isinstance(name, str) and _secret_name(name)
+
+
+@lru_cache(maxsize=1024)
+def _secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
