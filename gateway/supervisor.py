@@ -29,6 +29,7 @@ from typing import Any
 
 import structlog
 
+from gateway.activity import AdapterActivity
 from gateway.events import MessageEvent
 from gateway.metrics import GatewayMetrics
 from gateway.ports import AdapterContext, AdapterFatalError, BasePlatformAdapter, CursorStore
@@ -69,8 +70,6 @@ class _Slot:
     restarts: int = 0
     attempt: int = 0
     generation: int = 0
-    last_inbound: float | None = None
-    last_outbound: float | None = None
     last_progress: float | None = None
     connected_since: float | None = None
     next_retry: float | None = None
@@ -98,6 +97,7 @@ class AdapterSupervisor:
         cursors_for: Callable[[str], CursorStore] | None = None,
         max_attachment_bytes: int = 25 * 1024 * 1024,
         metrics: GatewayMetrics | None = None,
+        activity: AdapterActivity | None = None,
         settings: SupervisorSettings | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -110,6 +110,8 @@ class AdapterSupervisor:
         self._max_attachment_bytes = max_attachment_bytes
         self._cursors_for = cursors_for or (lambda _name: MemoryCursorStore())
         self._metrics = metrics
+        #: Last inbound/outbound per adapter; delivery records sends into the same object.
+        self.activity = activity or AdapterActivity(metrics, clock)
         self.settings = settings or SupervisorSettings()
         self._sleep = sleep
         self._clock = clock
@@ -174,20 +176,6 @@ class AdapterSupervisor:
         ]
         return not reasons, reasons
 
-    def note_inbound(self, name: str) -> None:
-        """Record that adapter `name` delivered an inbound event now. Must not raise."""
-        slot = self._slots.get(name)
-        if slot is not None:
-            slot.last_inbound = self._clock()
-
-    def note_outbound(self, name: str) -> None:
-        """Record one successful platform send through `name` (time and `events_out`)."""
-        slot = self._slots.get(name)
-        if slot is not None:
-            slot.last_outbound = self._clock()
-        if self._metrics is not None:
-            self._metrics.event_out(name)
-
     async def stop(self) -> list[tuple[str, BaseException]]:
         """Stop every adapter in reverse start order, each bounded by `stop_timeout_s`.
 
@@ -221,8 +209,8 @@ class AdapterSupervisor:
             state=state,
             last_error=slot.last_error,
             restarts=slot.restarts,
-            last_inbound_at=wall(slot.last_inbound),
-            last_outbound_at=wall(slot.last_outbound),
+            last_inbound_at=wall(self.activity.last_inbound.get(slot.name)),
+            last_outbound_at=wall(self.activity.last_outbound.get(slot.name)),
             last_progress_at=wall(slot.last_progress),
             connected_since=wall(slot.connected_since),
             next_retry_at=wall(slot.next_retry) if state is AdapterState.BACKOFF else None,
@@ -261,9 +249,7 @@ class AdapterSupervisor:
         async def emit(event: MessageEvent) -> bool:
             progress()
             new = await self._emit(event)
-            slot.last_inbound = self._clock()
-            if self._metrics is not None:
-                self._metrics.event_in(slot.name, new=new)
+            self.activity.note_inbound(slot.name, new=new)
             return new
 
         return AdapterContext(
