@@ -70,6 +70,9 @@ class ApiAdapter(BasePlatformAdapter):
         self._lock = asyncio.Lock()
         self._logger: Any = None
 
+    def listening(self) -> tuple[str, int] | None:
+        return (self.settings.host, self.port) if self.port is not None else None
+
     async def start(self, ctx: AdapterContext) -> None:
         """Serve until `ctx.stop_event` is set or `stop()` is called.
 
