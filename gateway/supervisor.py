@@ -190,7 +190,7 @@ class AdapterSupervisor:
         for slot in reversed(list(self._slots.values())):
             errors.extend((slot.name, e) for e in await self._stop_slot(slot))
         for name, err in errors:
-            log.warning("adapter stop error", adapter=name, error=self._short(err))
+            log.warning("adapter_stop_failed", adapter=name, error=self._short(err))
         return errors
 
     # -- internals ---------------------------------------------------------------------------
@@ -244,7 +244,7 @@ class AdapterSupervisor:
             slot.connected_since = slot.last_progress = now
             self._set_state(slot, AdapterState.CONNECTED)
             slot.settled.set()
-            log.info("adapter connected", adapter=slot.name, restarts=slot.restarts)
+            log.info("adapter_connected", adapter=slot.name, restarts=slot.restarts)
 
         async def emit(event: MessageEvent) -> bool:
             progress()
@@ -286,7 +286,7 @@ class AdapterSupervisor:
                 slot.connected_since = None
                 self._set_state(slot, AdapterState.BACKOFF)
                 log.warning(
-                    "adapter failed; restarting after backoff",
+                    "adapter_restart_scheduled",
                     adapter=slot.name,
                     error=slot.last_error,
                     attempt=slot.attempt,
@@ -296,7 +296,7 @@ class AdapterSupervisor:
                     break
         except Exception as exc:  # a supervisor bug must not take the others down
             slot.last_error = self._short(exc)
-            log.exception("adapter supervision failed", adapter=slot.name)
+            log.exception("adapter_supervision_failed", adapter=slot.name)
             self._set_state(slot, AdapterState.FAILED_FATAL)
         finally:
             if slot.state is not AdapterState.FAILED_FATAL:
@@ -325,7 +325,7 @@ class AdapterSupervisor:
                 reason = self._check_run(slot, started)
                 if reason is not None:
                     slot.last_error = reason
-                    log.warning("adapter unhealthy; stopping it", adapter=slot.name, reason=reason)
+                    log.warning("adapter_unhealthy", adapter=slot.name, reason=reason, action="restart")
                     await self._halt(slot, ctx, run)
                     return _Outcome.FAILED
             return self._judge(slot, run)
@@ -358,7 +358,7 @@ class AdapterSupervisor:
             slot.last_error = self._short(exc)
             self._set_state(slot, AdapterState.FAILED_FATAL)
             log.error(
-                "adapter credentials refused; not restarting",
+                "adapter_failed_fatally",
                 adapter=slot.name,
                 error=slot.last_error,
             )
@@ -375,7 +375,7 @@ class AdapterSupervisor:
         ctx.stop_event.set()
         err = await self._bounded_stop(slot)
         if err is not None:
-            log.warning("adapter stop error", adapter=slot.name, error=self._short(err))
+            log.warning("adapter_stop_failed", adapter=slot.name, error=self._short(err))
         if not run.done():
             await asyncio.wait({run}, timeout=self.settings.stop_timeout_s)
         if not run.done():
