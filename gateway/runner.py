@@ -329,18 +329,26 @@ class GatewayRunner:
 
         async def sessions_status() -> dict[str, Any]:
             m = parts.manager
-            return {"active": m.active_count, "queues": m.queue_depths(),
+            depths = m.queue_depths()
+            queues: dict[str, int] | int = depths if hc.expose_ids else len(depths)
+            return {"active": m.active_count, "queues": queues, "queued": sum(depths.values()),
                     "held": await parts.store.inbound_held_count()}
 
         def compression_status() -> dict[str, Any]:
             c = parts.compression
-            return c.status() if c is not None else {"enabled": False}
+            if c is None:
+                return {"enabled": False}
+            status = c.status()
+            if not hc.expose_ids:  # counts, not the session ids of running jobs
+                status["running"] = len(status.get("running") or ())
+            return status
 
         self.health = HealthServer(
             supervisor=parts.supervisor, metrics=self.metrics, storage_probe=storage_ok,
             host=hc.host, port=port, ephemeral=self._health_port == 0,
             status_providers={"sessions": sessions_status, "compression": compression_status},
-            watchdog=watchdog, version=_version())
+            watchdog=watchdog, version=_version(),
+            token=hc.token.get_secret_value() if hc.token is not None else None)
         try:
             await self.health.start()
         except OSError as exc:

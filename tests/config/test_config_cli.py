@@ -188,3 +188,18 @@ def test_validating_every_platform_imports_no_sdk() -> None:
     assert out["enabled"] == ["telegram", "slack", "discord", "api"]
     assert out["imported"] == []
 
+
+
+def test_a_health_server_bound_beyond_loopback_needs_a_token(home_dir: Path) -> None:
+    _write(home_dir, "gateway:\n  health: {host: 0.0.0.0, port: 8765}\n")
+    r = run_hermes(home_dir, "config", "check")
+    assert r.returncode == 78
+    assert "gateway.health.token" in r.stderr and "loopback" in r.stderr
+    _write(home_dir, "gateway:\n  health: {host: 0.0.0.0, port: 8765, token: \"${PROBE_TOKEN}\"}\n",
+           env="PROBE_TOKEN=abcdefgh-probe-token\n")
+    r = run_hermes(home_dir, "config", "check")
+    assert r.returncode == 0, r.stderr
+    shown = run_hermes(home_dir, "config", "show")
+    assert "abcdefgh-probe-token" not in shown.stdout  # a secret like any other
+    _write(home_dir, "gateway:\n  health: {host: '::1', port: 8765}\n")
+    assert run_hermes(home_dir, "config", "check").returncode == 0
