@@ -198,6 +198,11 @@ def _default_providers() -> dict[str, ProviderConfig]:
     return {"main": ProviderConfig()}
 
 
+class SecurityConfig(ConfigModel):
+    allow_insecure_env: bool = False
+    """Start even when `.env` is readable by the group or others (otherwise exit 78)."""
+
+
 class HermesConfig(ConfigModel):
     """The whole `config.yaml`."""
 
@@ -209,6 +214,7 @@ class HermesConfig(ConfigModel):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
 
     def provider(self, name: str | None = None) -> ProviderConfig:
         """Provider `name` (default: `model.provider`). Raises KeyError if undefined."""

@@ -203,3 +203,12 @@ def test_a_health_server_bound_beyond_loopback_needs_a_token(home_dir: Path) -> 
     assert "abcdefgh-probe-token" not in shown.stdout  # a secret like any other
     _write(home_dir, "gateway:\n  health: {host: '::1', port: 8765}\n")
     assert run_hermes(home_dir, "config", "check").returncode == 0
+
+
+def test_gateway_run_refuses_a_world_readable_env_file(home_dir: Path) -> None:
+    root = _write(home_dir, "gateway:\n  health: {port: 0}\n", env="OPENAI_API_KEY=sk-x\n")
+    os.chmod(root / ".env", 0o644)
+    r = run_hermes(home_dir, "gateway", "run")
+    assert r.returncode == 78
+    assert "chmod 600" in r.stderr and ".env" in r.stderr
+    assert "sk-x" not in r.stderr
