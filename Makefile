@@ -18,6 +18,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check gateway adapters agent_core storage hermes_common tests benchmarks
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 bench: $(STAMP)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,7 +187,7 @@ class Agent:
         user_message: Message | str | None,
         *,
         interrupt: InterruptSignal | None = None,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Run one turn. Yields progress events, then exactly one terminal event.
 
         `history` is not modified. `user_message=None` continues from `history` as it is (after
@@ -208,7 +208,7 @@ class Agent:
     async def _turn(
         self, history: Sequence[Message], user_message: Message | str | None,
         signal: InterruptSignal,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         source = list(history)
         if user_message is not None:
             source.append(
@@ -278,7 +278,7 @@ class Agent:
     async def _model_call(
         self, request: list[Message], tools: list[dict[str, Any]] | None,
         signal: InterruptSignal, routing: TurnRouting, outcome: list[Any],
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Stream one model call; its outcome (response, failure, interrupt) lands in `outcome`."""
         partial: list[str] = []
         async with aclosing(self._caller.call(request, tools, signal, routing)) as events:
@@ -310,7 +310,7 @@ class Agent:
     async def _run_tools(
         self, calls: list[ToolCall], ctx: ToolContext, signal: InterruptSignal,
         append: Callable[[Message], None],
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         for call in calls:
             yield ToolStarted(call.id, call.name, call.arguments)
         outcomes = await self._execute(calls, ctx, signal)

@@ -30,7 +30,7 @@ from agent_core.threats import ThreatScope, scan
 try:  # POSIX advisory locks; elsewhere the in-process lock still serialises writers.
     import fcntl
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the module or None: checked before each use
 
 __all__ = [
     "ENTRY_DELIMITER",

@@ -148,7 +148,9 @@ def _pair(messages: Iterable[Message]) -> list[Message]:
 
     def flush() -> None:
         for cid, name in pending.items():
-            out.append(to_wire(missing_result(cid, name)))  # type: ignore[arg-type]
+            wire = to_wire(missing_result(cid, name))
+            if wire is not None:  # always: a synthetic result is a valid message
+                out.append(wire)
         pending.clear()
 
     for msg in messages:
@@ -226,7 +228,7 @@ def validate(messages: Sequence[Message]) -> list[str]:
             cid = msg.get("tool_call_id")
             if cid not in pending:
                 problems.append(f"#{i}: tool result {cid!r} answers no open call")
-            pending.discard(cid)  # type: ignore[arg-type]
+            pending.discard(cid)
         else:
             if pending:
                 problems.append(f"#{i}: calls without result before it: {sorted(pending)}")

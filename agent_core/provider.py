@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import openai
 import structlog
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from agent_core.credentials import Cooldowns, Credential, CredentialPool
@@ -271,7 +271,7 @@ class ProviderClient:
         calls = [
             ToolCall(tc.id or f"call_{uuid.uuid4().hex[:24]}", tc.function.name, tc.function.arguments or "")
             for tc in (msg.tool_calls or () if msg is not None else ())
-            if getattr(tc, "function", None) is not None
+            if isinstance(tc, ChatCompletionMessageFunctionToolCall)  # custom tools: not ours
         ]
         return ModelResponse(
             text=text,

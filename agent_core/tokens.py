@@ -211,18 +211,20 @@ def estimate_message(msg: Mapping[str, Any], *, cache: bool = True) -> int:
         cached = get(TOKEN_CACHE_KEY)
         n = len(content)
         if type(cached) is tuple and len(cached) == 3 and cached[0] == n and cached[2] == ESTIMATOR:
-            return cached[1]  # type: ignore[no-any-return]
+            hit: int = cached[1]
+            return hit
         tokens = MESSAGE_OVERHEAD + estimate_text(content)
         if type(msg) is dict or isinstance(msg, MutableMapping):
-            msg[TOKEN_CACHE_KEY] = (n, tokens, ESTIMATOR)  # type: ignore[index]
+            msg[TOKEN_CACHE_KEY] = (n, tokens, ESTIMATOR)
         return tokens
     sig = _signature(msg)
     cached = msg.get(TOKEN_CACHE_KEY)
     if type(cached) is tuple and len(cached) == 3 and cached[0] == sig and cached[2] == ESTIMATOR:
-        return cached[1]
+        known: int = cached[1]
+        return known
     tokens = _tokens(msg)
     if type(msg) is dict or isinstance(msg, MutableMapping):
-        msg[TOKEN_CACHE_KEY] = (sig, tokens, ESTIMATOR)  # type: ignore[index]
+        msg[TOKEN_CACHE_KEY] = (sig, tokens, ESTIMATOR)
     return tokens
 
 

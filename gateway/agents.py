@@ -29,7 +29,7 @@ def provider_settings(name: str, cfg: ProviderConfig, *, model: str | None = Non
     return ProviderSettings(
         name=name,
         base_url=str(cfg.base_url).rstrip("/"),
-        api_keys=cfg.keys(),
+        api_keys=list(cfg.api_keys),
         model=model or cfg.model,
         context_length=cfg.context_length,
         timeout_s=cfg.timeout_s,

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "Attachment",
+    "AttachmentKind",
     "ChatType",
     "ErrorKind",
     "MessageEvent",
@@ -40,13 +41,16 @@ class UserRef(BaseModel):
     is_self: bool = False
 
 
+AttachmentKind = Literal["image", "audio", "voice", "video", "document", "other"]
+
+
 class Attachment(BaseModel):
     """An inbound file, already downloaded into the profile cache by the adapter."""
 
     model_config = ConfigDict(frozen=True)
 
     path: str
-    kind: Literal["image", "audio", "voice", "video", "document", "other"] = "other"
+    kind: AttachmentKind = "other"
     mime: str | None = None
     name: str | None = None
     size: int = 0

@@ -7,6 +7,9 @@
   return (active sessions, queue depths, compression jobs...).
 - `GET /metrics`: Prometheus text from the gateway's private registry.
 
+With a `token`, every endpoint but `/healthz` (left open for container probes) needs
+`Authorization: Bearer <token>`; others get 401.
+
 Port 0 in the configuration means "off"; tests pass `ephemeral=True` to bind a free port and
 read it from `port`.
 """
@@ -14,6 +17,8 @@ read it from `port`.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import inspect
 import json
 import os
@@ -39,6 +44,7 @@ log = structlog.get_logger("gateway.health")
 StorageProbe = Callable[[], bool | Awaitable[bool]]
 #: Returns JSON-able data for one `/status` section; may be sync or async.
 StatusProvider = Callable[[], Any]
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 async def _call(fn: Callable[[], Any], timeout_s: float) -> Any:
@@ -68,6 +74,7 @@ class HealthServer:
         watchdog: LoopWatchdog | None = None,
         probe_timeout_s: float = 2.0,
         version: str | None = None,
+        token: str | None = None,
     ) -> None:
         self._supervisor = supervisor
         self._metrics = metrics
@@ -79,6 +86,7 @@ class HealthServer:
         self._watchdog = watchdog
         self._probe_timeout_s = probe_timeout_s
         self._version = version
+        self._token_digest = (hashlib.sha256(token.encode()).digest() if token else None)
         self._started_at = time.time()
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
@@ -98,8 +106,19 @@ class HealthServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
+    @web.middleware
+    async def _auth(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
+        if self._token_digest is None or request.path == "/healthz":
+            return await handler(request)
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        digest = hashlib.sha256(given.strip().encode()).digest()
+        if scheme.lower() != "bearer" or not hmac.compare_digest(digest, self._token_digest):
+            return web.json_response({"error": "unauthorized"}, status=401,
+                                     headers={"WWW-Authenticate": 'Bearer realm="hermes"'})
+        return await handler(request)
+
     def app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[self._auth])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/status", self._status)

@@ -20,6 +20,7 @@ import logging
 import logging.handlers
 import os
 import sys
+import weakref
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -53,6 +54,8 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _CTX: ContextVar[Mapping[str, Any]] = ContextVar("hermes_log_context", default=_EMPTY)
 _CLI_FORMAT: str | None = None
 _CONFIGURED = False
+#: Handlers `configure_logging` installed on the root logger (others are left alone).
+_OUR_HANDLERS: weakref.WeakSet[logging.Handler] = weakref.WeakSet()
 _QUIET_LIBS = (
     "httpx", "httpx2", "httpcore", "httpcore2", "hpack", "websockets", "aiohttp.access", "openai",
 )
@@ -240,11 +243,11 @@ def configure_logging(
 
     root = logging.getLogger()
     for h in list(root.handlers):
-        if getattr(h, "_hermes", False):
+        if h in _OUR_HANDLERS:  # installed by an earlier call: replaced, not stacked
             root.removeHandler(h)
             h.close()
     for h in handlers:
-        h._hermes = True  # type: ignore[attr-defined]
+        _OUR_HANDLERS.add(h)
         root.addHandler(h)
     lvl = logging.getLevelName(level.upper())
     root.setLevel(lvl if isinstance(lvl, int) else logging.INFO)

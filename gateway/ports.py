@@ -292,6 +292,11 @@ class BasePlatformAdapter(abc.ABC):
     async def typing(self, chat_id: str, thread_id: str | None = None) -> SendResult:
         return SendResult.failure(ErrorKind.UNKNOWN, "typing not supported")
 
+    def listening(self) -> tuple[str, int] | None:
+        """The address the adapter serves inbound HTTP on once started (the HTTP API, a
+        webhook), or None when it serves none. Must not raise."""
+        return None
+
     async def delete(self, chat_id: str, message_id: str) -> SendResult:
         return SendResult.failure(ErrorKind.UNKNOWN, "delete not supported")
 

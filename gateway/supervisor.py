@@ -29,6 +29,7 @@ from typing import Any
 
 import structlog
 
+from gateway.activity import AdapterActivity
 from gateway.events import MessageEvent
 from gateway.metrics import GatewayMetrics
 from gateway.ports import AdapterContext, AdapterFatalError, BasePlatformAdapter, CursorStore
@@ -69,8 +70,6 @@ class _Slot:
     restarts: int = 0
     attempt: int = 0
     generation: int = 0
-    last_inbound: float | None = None
-    last_outbound: float | None = None
     last_progress: float | None = None
     connected_since: float | None = None
     next_retry: float | None = None
@@ -98,6 +97,7 @@ class AdapterSupervisor:
         cursors_for: Callable[[str], CursorStore] | None = None,
         max_attachment_bytes: int = 25 * 1024 * 1024,
         metrics: GatewayMetrics | None = None,
+        activity: AdapterActivity | None = None,
         settings: SupervisorSettings | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -110,6 +110,8 @@ class AdapterSupervisor:
         self._max_attachment_bytes = max_attachment_bytes
         self._cursors_for = cursors_for or (lambda _name: MemoryCursorStore())
         self._metrics = metrics
+        #: Last inbound/outbound per adapter; delivery records sends into the same object.
+        self.activity = activity or AdapterActivity(metrics, clock)
         self.settings = settings or SupervisorSettings()
         self._sleep = sleep
         self._clock = clock
@@ -174,20 +176,6 @@ class AdapterSupervisor:
         ]
         return not reasons, reasons
 
-    def note_inbound(self, name: str) -> None:
-        """Record that adapter `name` delivered an inbound event now. Must not raise."""
-        slot = self._slots.get(name)
-        if slot is not None:
-            slot.last_inbound = self._clock()
-
-    def note_outbound(self, name: str) -> None:
-        """Record one successful platform send through `name` (time and `events_out`)."""
-        slot = self._slots.get(name)
-        if slot is not None:
-            slot.last_outbound = self._clock()
-        if self._metrics is not None:
-            self._metrics.event_out(name)
-
     async def stop(self) -> list[tuple[str, BaseException]]:
         """Stop every adapter in reverse start order, each bounded by `stop_timeout_s`.
 
@@ -202,7 +190,7 @@ class AdapterSupervisor:
         for slot in reversed(list(self._slots.values())):
             errors.extend((slot.name, e) for e in await self._stop_slot(slot))
         for name, err in errors:
-            log.warning("adapter stop error", adapter=name, error=self._short(err))
+            log.warning("adapter_stop_failed", adapter=name, error=self._short(err))
         return errors
 
     # -- internals ---------------------------------------------------------------------------
@@ -221,8 +209,8 @@ class AdapterSupervisor:
             state=state,
             last_error=slot.last_error,
             restarts=slot.restarts,
-            last_inbound_at=wall(slot.last_inbound),
-            last_outbound_at=wall(slot.last_outbound),
+            last_inbound_at=wall(self.activity.last_inbound.get(slot.name)),
+            last_outbound_at=wall(self.activity.last_outbound.get(slot.name)),
             last_progress_at=wall(slot.last_progress),
             connected_since=wall(slot.connected_since),
             next_retry_at=wall(slot.next_retry) if state is AdapterState.BACKOFF else None,
@@ -256,14 +244,12 @@ class AdapterSupervisor:
             slot.connected_since = slot.last_progress = now
             self._set_state(slot, AdapterState.CONNECTED)
             slot.settled.set()
-            log.info("adapter connected", adapter=slot.name, restarts=slot.restarts)
+            log.info("adapter_connected", adapter=slot.name, restarts=slot.restarts)
 
         async def emit(event: MessageEvent) -> bool:
             progress()
             new = await self._emit(event)
-            slot.last_inbound = self._clock()
-            if self._metrics is not None:
-                self._metrics.event_in(slot.name, new=new)
+            self.activity.note_inbound(slot.name, new=new)
             return new
 
         return AdapterContext(
@@ -300,7 +286,7 @@ class AdapterSupervisor:
                 slot.connected_since = None
                 self._set_state(slot, AdapterState.BACKOFF)
                 log.warning(
-                    "adapter failed; restarting after backoff",
+                    "adapter_restart_scheduled",
                     adapter=slot.name,
                     error=slot.last_error,
                     attempt=slot.attempt,
@@ -310,7 +296,7 @@ class AdapterSupervisor:
                     break
         except Exception as exc:  # a supervisor bug must not take the others down
             slot.last_error = self._short(exc)
-            log.exception("adapter supervision failed", adapter=slot.name)
+            log.exception("adapter_supervision_failed", adapter=slot.name)
             self._set_state(slot, AdapterState.FAILED_FATAL)
         finally:
             if slot.state is not AdapterState.FAILED_FATAL:
@@ -339,7 +325,7 @@ class AdapterSupervisor:
                 reason = self._check_run(slot, started)
                 if reason is not None:
                     slot.last_error = reason
-                    log.warning("adapter unhealthy; stopping it", adapter=slot.name, reason=reason)
+                    log.warning("adapter_unhealthy", adapter=slot.name, reason=reason, action="restart")
                     await self._halt(slot, ctx, run)
                     return _Outcome.FAILED
             return self._judge(slot, run)
@@ -372,7 +358,7 @@ class AdapterSupervisor:
             slot.last_error = self._short(exc)
             self._set_state(slot, AdapterState.FAILED_FATAL)
             log.error(
-                "adapter credentials refused; not restarting",
+                "adapter_failed_fatally",
                 adapter=slot.name,
                 error=slot.last_error,
             )
@@ -389,7 +375,7 @@ class AdapterSupervisor:
         ctx.stop_event.set()
         err = await self._bounded_stop(slot)
         if err is not None:
-            log.warning("adapter stop error", adapter=slot.name, error=self._short(err))
+            log.warning("adapter_stop_failed", adapter=slot.name, error=self._short(err))
         if not run.done():
             await asyncio.wait({run}, timeout=self.settings.stop_timeout_s)
         if not run.done():

@@ -43,7 +43,8 @@ class StoreBase:
     path: Path
 
     async def _write(self, op: Callable[[Conn], Coroutine[Any, Any, T]]) -> T:
-        return await self._writer.submit(op)  # type: ignore[no-any-return]
+        result: T = await self._writer.submit(op)  # the writer hands back what `op` returned
+        return result
 
     async def _read(self, fn: Callable[[Conn], Coroutine[Any, Any, T]]) -> T:
         """Run `fn` in a reader's thread, all its statements in one hand-off."""
@@ -51,7 +52,8 @@ class StoreBase:
             async with self._readers.conn() as conn:
                 return await run_in_thread(conn, lambda raw: drive(fn(Conn(raw))))
 
-        return await with_busy_retry(run)  # type: ignore[no-any-return]
+        result: T = await with_busy_retry(run)
+        return result
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         async def fn(conn: Conn) -> list[sqlite3.Row]:

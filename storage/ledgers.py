@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 from storage.base import StoreBase
 from storage.codec import scrub
@@ -240,7 +241,8 @@ class LedgersMixin(StoreBase):
         return row is not None
 
 
-def _delete_batch(sql: str, cutoff: float, limit: int):  # type: ignore[no-untyped-def]
+def _delete_batch(sql: str, cutoff: float,
+                  limit: int) -> Callable[[Conn], Coroutine[Any, Any, int]]:
     async def op(conn: Conn) -> int:
         cur = await conn.execute(sql, (cutoff, limit))
         return cur.rowcount

@@ -47,7 +47,8 @@ class Cursor:
         return self._cur.lastrowid
 
     async def fetchone(self) -> sqlite3.Row | None:
-        return self._cur.fetchone()  # type: ignore[no-any-return]
+        row: sqlite3.Row | None = self._cur.fetchone()
+        return row
 
 
 class Conn:
@@ -75,7 +76,8 @@ def drive(coro: Coroutine[Any, Any, T]) -> T:
     try:
         coro.send(None)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        result: T = done.value
+        return result
     coro.close()
     raise SuspendedOperationError("a storage operation awaited something that suspends")
 
@@ -87,5 +89,5 @@ async def run_in_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connec
     pinned in constraints.txt): its public API offers only one statement per hand-off.
     """
     # aiosqlite leaves `_execute` unannotated: its result is `fn`'s, typed T here.
-    result: T = await conn._execute(lambda: fn(conn._conn))  # type: ignore[no-untyped-call]
+    result: T = await conn._execute(lambda: fn(conn._conn))  # type: ignore[no-untyped-call]  # see above
     return result

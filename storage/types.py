@@ -27,7 +27,7 @@ T = TypeVar("T")
 def row_to(cls: type[T], row: sqlite3.Row) -> T:
     """Build a dataclass from a row, taking exactly the dataclass's fields from it."""
     keys = set(row.keys())
-    return cls(**{f.name: row[f.name] for f in fields(cls) if f.name in keys})  # type: ignore[arg-type]
+    return cls(**{f.name: row[f.name] for f in fields(cls) if f.name in keys})  # type: ignore[arg-type]  # a dataclass's own fields
 
 
 @dataclass(frozen=True, slots=True)

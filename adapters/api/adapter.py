@@ -69,6 +69,9 @@ class ApiAdapter(BasePlatformAdapter):
         self._stopped = asyncio.Event()
         self._lock = asyncio.Lock()
 
+    def listening(self) -> tuple[str, int] | None:
+        return (self.settings.host, self.port) if self.port is not None else None
+
     async def start(self, ctx: AdapterContext) -> None:
         """Serve until `ctx.stop_event` is set or `stop()` is called.
 

@@ -69,8 +69,10 @@ async def backfill(
         channel = client.get_channel(cid) or client.get_partial_messageable(
             cid, guild_id=guild_id
         )
+        if not isinstance(channel, discord.abc.Messageable):  # a category or forum: no history
+            continue
         try:
-            async for message in channel.history(  # type: ignore[union-attr]
+            async for message in channel.history(
                 after=discord.Object(last_id), limit=per_channel, oldest_first=True
             ):
                 if message.created_at.timestamp() >= horizon:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import discord
 
-from gateway.events import Attachment, ChatType, MessageEvent, UserRef
+from gateway.events import Attachment, AttachmentKind, ChatType, MessageEvent, UserRef
 from gateway.ports import EventLogger
 
 __all__ = ["Inbound", "MessageLog"]
@@ -61,13 +61,16 @@ class MessageLog:
         return bool(item and item[1])
 
 
-def _kind(att: discord.Attachment) -> str:
+def _kind(att: discord.Attachment) -> AttachmentKind:
     if att.is_voice_message():
         return "voice"
     mime = (att.content_type or "").split(";")[0]
-    for prefix, kind in (("image/", "image"), ("audio/", "audio"), ("video/", "video")):
-        if mime.startswith(prefix):
-            return kind
+    if mime.startswith("image/"):
+        return "image"
+    if mime.startswith("audio/"):
+        return "audio"
+    if mime.startswith("video/"):
+        return "video"
     return "document"
 
 
@@ -195,7 +198,7 @@ class Inbound:
             await asyncio.to_thread(_write, path, data)
             out.append(
                 Attachment(
-                    path=str(path), kind=_kind(att), mime=att.content_type,  # type: ignore[arg-type]
+                    path=str(path), kind=_kind(att), mime=att.content_type,
                     name=att.filename, size=len(data),
                 )
             )

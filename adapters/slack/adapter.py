@@ -10,7 +10,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from slack_bolt.app.async_app import AsyncApp
@@ -54,12 +54,15 @@ _log = structlog.get_logger("adapters.slack")
 _PLAIN = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 
-class _Lru(OrderedDict[str, Any]):
+_V = TypeVar("_V")
+
+
+class _Lru(OrderedDict[str, _V]):
     def __init__(self, cap: int) -> None:
         super().__init__()
         self.cap = cap
 
-    def put(self, key: str, value: Any = None) -> bool:
+    def put(self, key: str, value: _V) -> bool:
         """Insert or refresh; True when the key was new."""
         new = key not in self
         self[key] = value
@@ -106,10 +109,10 @@ class SlackAdapter(BasePlatformAdapter):
         self._stop: asyncio.Event | None = None
         self._fetcher: FileFetcher | None = None
         self._commands: frozenset[str] = frozenset()
-        self._bot_threads = _Lru(5000)
-        self._chat_types = _Lru(10000)
-        self._user_names = _Lru(2000)
-        self._recent = _Lru(5000)
+        self._bot_threads: _Lru[None] = _Lru(5000)
+        self._chat_types: _Lru[ChatType] = _Lru(10000)
+        self._user_names: _Lru[str | None] = _Lru(2000)
+        self._recent: _Lru[None] = _Lru(5000)
         self._locks: dict[str, asyncio.Lock] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -126,9 +129,8 @@ class SlackAdapter(BasePlatformAdapter):
             raise AdapterAuthError("platforms.slack.signing_secret is required in http mode")
         stop = asyncio.Event()
         self._stop, self._ctx = stop, ctx
-        # The SDK types `timeout` as int but hands it to aiohttp.ClientTimeout(total=...).
         web = AsyncWebClient(token=secrets.bot_token, base_url=s.api_base_url,
-                             timeout=s.timeout_s)  # type: ignore[arg-type]
+                             timeout=s.timeout_s)  # type: ignore[arg-type]  # typed int, used as aiohttp's float total
         self._identity, username = await self._auth_test(web)
         self.identity = Identity(id=self._identity.user_id, username=username or None)
         self._web = web
@@ -213,7 +215,7 @@ class SlackAdapter(BasePlatformAdapter):
                 if ev is None:
                     return
                 await ctx.emit(ev)
-                self._recent.put(key)
+                self._recent.put(key, None)
         finally:
             if not lock.locked():
                 self._locks.pop(key, None)
@@ -247,7 +249,7 @@ class SlackAdapter(BasePlatformAdapter):
         if isinstance(kind, str) and kind:
             self._chat_types.put(channel, chat_type_for(kind, channel))
         if channel in self._chat_types:
-            return self._chat_types[channel]  # type: ignore[no-any-return]
+            return self._chat_types[channel]
         kind = None
         if self._web is not None:
             try:
@@ -264,7 +266,7 @@ class SlackAdapter(BasePlatformAdapter):
 
     async def _user_name(self, user_id: str) -> str | None:
         if user_id in self._user_names:
-            return self._user_names[user_id]  # type: ignore[no-any-return]
+            return self._user_names[user_id]
         if self._web is None:
             return None
         try:
@@ -290,10 +292,10 @@ class SlackAdapter(BasePlatformAdapter):
             return
         for key in keys if isinstance(keys, list) else ():
             if isinstance(key, str):
-                self._bot_threads.put(key)
+                self._bot_threads.put(key, None)
 
     async def _remember_thread(self, channel: str, thread_ts: str) -> None:
-        if not self._bot_threads.put(f"{channel}:{thread_ts}") or self._ctx is None:
+        if not self._bot_threads.put(f"{channel}:{thread_ts}", None) or self._ctx is None:
             return
         keys = list(self._bot_threads)[-_THREADS_PERSISTED:]
         try:

@@ -7,13 +7,14 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
+from yarl import URL
 
 from gateway.events import Attachment
 from gateway.ports import EventLogger
+from hermes_common.hosts import HostAllowList
 
 __all__ = ["FileFetcher", "kind_for", "upload_file"]
 
@@ -39,22 +40,22 @@ def _safe_name(file_id: str, name: str) -> str:
     return f"{_UNSAFE.sub('_', file_id)}_{base[:120]}"
 
 
+#: Redirects followed for one download (each hop is checked like the first URL).
+MAX_REDIRECTS = 3
+
+
 class FileFetcher:
     """Downloads `url_private_download` files with the bot token.
 
-    The token is only sent to Slack's own hosts (`*.slack.com`) or the configured API host, so
-    a crafted file URL cannot make the adapter leak it.
+    The token is only sent to Slack's own hosts (`slack.com` and its subdomains, https) or the
+    configured API origin, checked on the parsed URL of the first request and of every
+    redirect hop (`hermes_common.hosts`), so a crafted file URL cannot make the adapter leak it.
     """
 
     def __init__(self, token: str, api_base_url: str, *, timeout_s: float = 60.0) -> None:
         self._token = token
-        self._trusted = {urlsplit(api_base_url).netloc.lower()}
+        self.allowed = HostAllowList.of(domains=["slack.com"], origins=[api_base_url])
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
-
-    def _trusted_host(self, url: str) -> bool:
-        netloc = urlsplit(url).netloc.lower()
-        host = netloc.split(":")[0]
-        return netloc in self._trusted or host == "slack.com" or host.endswith(".slack.com")
 
     async def fetch_all(
         self, files: list[Mapping[str, Any]], cache_dir: Path, max_bytes: int,
@@ -82,21 +83,31 @@ class FileFetcher:
     ) -> Attachment | None:
         url = f.get("url_private_download") or f.get("url_private")
         size = int(f.get("size") or 0)
-        if not isinstance(url, str) or not self._trusted_host(url) or size > max_bytes:
+        target = self.allowed.parse(url) if isinstance(url, str) else None
+        if target is None or size > max_bytes:
             return None
         headers = {"Authorization": f"Bearer {self._token}"}
         chunks: list[bytes] = []
         total = 0
-        async with aiohttp.ClientSession(timeout=self._timeout) as session, session.get(
-            url, headers=headers
-        ) as resp:
-            if resp.status != 200:
+        async with aiohttp.ClientSession(timeout=self._timeout, trust_env=False) as session:
+            for _hop in range(MAX_REDIRECTS + 1):
+                async with session.get(target, headers=headers, allow_redirects=False) as resp:
+                    if resp.status in (301, 302, 303, 307, 308):
+                        nxt = target.join(URL(resp.headers.get("Location", "")))
+                        if not self.allowed.allows(nxt):
+                            return None  # never follow the token off Slack's hosts
+                        target = nxt
+                        continue
+                    if resp.status != 200:
+                        return None
+                    async for chunk in resp.content.iter_chunked(64 * 1024):
+                        total += len(chunk)
+                        if total > max_bytes:
+                            return None
+                        chunks.append(chunk)
+                    break
+            else:
                 return None
-            async for chunk in resp.content.iter_chunked(64 * 1024):
-                total += len(chunk)
-                if total > max_bytes:
-                    return None
-                chunks.append(chunk)
         name = str(f.get("name") or f.get("title") or "file")
         path = cache_dir / "slack" / _safe_name(str(f.get("id") or "F"), name)
         await asyncio.to_thread(_write, path, b"".join(chunks))

@@ -130,7 +130,8 @@ async def run_socket(
                                      ping_interval=settings.ping_interval_s, logger=_SDK_LOG)
     client = handler.client
     ordered = ChatOrder().wrap(client.run_message_listeners)
-    client.run_message_listeners = ordered  # type: ignore[method-assign,assignment]
+    # The SDK has no hook to order its per-envelope tasks: its dispatcher is replaced.
+    client.run_message_listeners = ordered  # type: ignore[method-assign,assignment]  # see above
 
     async def on_frame(_message: object) -> None:
         ctx.progress()
@@ -161,7 +162,7 @@ async def _watch(client: object, ctx: AdapterContext, stop: asyncio.Event,
     last_ok = time.monotonic()
     while not await sleep_unless(interval, stop):
         pong = getattr(client, "last_ping_pong_time", None)
-        alive = await client.is_connected()  # type: ignore[attr-defined]
+        alive = await client.is_connected()  # type: ignore[attr-defined]  # on the aiohttp client, not its base type
         if alive and (pong is None or time.time() - pong <= fresh_s):
             ctx.progress()
             last_ok = time.monotonic()

@@ -33,6 +33,7 @@ from gateway.ports import (
     RateProfile,
     RateWindow,
 )
+from hermes_common.hosts import HostAllowList
 from hermes_common.settings import reveal
 from hermes_common.waits import relay
 
@@ -67,6 +68,8 @@ class TelegramAdapter(BasePlatformAdapter):
         """Raises `pydantic.ValidationError` for invalid settings (a mapping is validated)."""
         self.name = name
         self.settings = TelegramSettings.coerce(settings)
+        #: The token rides in file download URLs: only the configured file server gets it.
+        self._file_hosts = HostAllowList.of(origins=[self.settings.base_file_url])
         polling = self.settings.mode == "polling"
         self.capabilities = Capabilities(
             edit=True, typing=True, threads=True, media=True, delete=True,
@@ -191,7 +194,7 @@ class TelegramAdapter(BasePlatformAdapter):
                 prefix = f"tg-{message.chat.id}-{message.message_id}"
                 attachments, notes = await download_all(
                     bot, refs, ctx.cache_dir / "telegram", prefix=prefix, cap=cap,
-                    logger=ctx.logger)
+                    allowed=self._file_hosts, logger=ctx.logger)
             event = to_event(self.name, update, message, self.me,
                              attachments=attachments, notes=notes)
         except asyncio.CancelledError:

@@ -12,6 +12,7 @@ from telegram.error import TelegramError
 from adapters.telegram.convert import FileRef
 from gateway.events import Attachment
 from gateway.ports import EventLogger
+from hermes_common.hosts import HostAllowList
 
 __all__ = ["download_all"]
 
@@ -34,12 +35,15 @@ async def download_all(
     *,
     prefix: str,
     cap: int,
+    allowed: HostAllowList,
     logger: EventLogger | None = None,
 ) -> tuple[tuple[Attachment, ...], tuple[str, ...]]:
     """Download `refs` into `dest`; returns (attachments, notes for the text).
 
-    A file over `cap` bytes, or one that cannot be fetched, becomes a note instead of an
-    attachment: the message still reaches the agent. Must not raise for platform errors.
+    The download URL carries the bot token: it is fetched only when its parsed host is the
+    configured file server's (`allowed`). A file over `cap` bytes, or one that cannot be
+    fetched, becomes a note instead of an attachment: the message still reaches the agent.
+    Must not raise for platform errors.
     """
     attachments: list[Attachment] = []
     notes: list[str] = []
@@ -53,6 +57,11 @@ async def download_all(
             if tg_file.file_size is not None and tg_file.file_size > cap:
                 notes.append(f"[attachment not downloaded: {ref.name} is "
                              f"{_mb(tg_file.file_size)}, over the {_mb(cap)} limit]")
+                continue
+            if tg_file.file_path is None or allowed.parse(tg_file.file_path) is None:
+                if logger is not None:
+                    logger.warning("telegram_file_url_refused", kind=ref.kind)
+                notes.append(f"[attachment could not be downloaded: {ref.name}]")
                 continue
             data = bytes(await tg_file.download_as_bytearray())
         except (TelegramError, OSError) as exc:

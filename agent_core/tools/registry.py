@@ -100,7 +100,7 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(v, depth) for v in node]
         return node
 
-    inlined = walk(schema, 0)
+    inlined: dict[str, Any] = walk(schema, 0)
     if defs and "$ref" in json.dumps(inlined):  # recursive models: keep the definitions
         inlined["$defs"] = defs
     return inlined

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
+from gateway.cli.terminal import plain, safe_text
+
 if TYPE_CHECKING:
     from storage.ports import PairingStore
     from storage.types import ApprovedUser, PairingCode
@@ -60,13 +62,15 @@ def list_(as_json: JsonOpt = False) -> None:
     for col in ("platform", "user", "name", "expires"):
         t.add_column(col)
     for p in pending:
-        t.add_row(p.platform, p.user_id, p.display or "", _when(p.expires_at))
+        t.add_row(safe_text(p.platform), safe_text(p.user_id), safe_text(p.display or ""),
+                  _when(p.expires_at))
     console.print(t)
     a = Table(title="Approved users")
     for col in ("platform", "user", "name", "approved"):
         a.add_column(col)
     for u in approved:
-        a.add_row(u.platform, u.user_id, u.display or "", _when(u.approved_at))
+        a.add_row(safe_text(u.platform), safe_text(u.user_id), safe_text(u.display or ""),
+                  _when(u.approved_at))
     console.print(a)
 
 
@@ -82,7 +86,8 @@ def approve(platform: str, code: str) -> None:
         from gateway.cli.bootstrap import fail
 
         fail(f"no pending pairing code {code!r} on {platform} (wrong, expired or used)", 1)
-    typer.echo(f"Approved {user.display or user.user_id} ({user.user_id}) on {platform}.")
+    typer.echo(f"Approved {plain(user.display or user.user_id)} ({plain(user.user_id)}) on "
+               f"{plain(platform)}.")
 
 
 @app.command("revoke")
@@ -96,4 +101,4 @@ def revoke(platform: str, user_id: str) -> None:
         from gateway.cli.bootstrap import fail
 
         fail(f"{user_id} is not an approved user on {platform}", 1)
-    typer.echo(f"Revoked {user_id} on {platform}.")
+    typer.echo(f"Revoked {plain(user_id)} on {plain(platform)}.")

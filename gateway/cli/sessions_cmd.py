@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gateway.cli.bootstrap import EXIT_USAGE, fail
+from gateway.cli.terminal import safe_text
 from gateway.paths import paths
 from storage import Session, StateStore, StorageError
 from storage.ports import HistoryReader
@@ -99,7 +100,7 @@ def list_cmd(
     for s in sessions:
         state = "live" if s.ended_at is None else f"ended ({s.end_reason or '?'})"
         table.add_row(
-            s.id, Text(s.title or ""), Text(s.source), _when(s.started_at),
+            s.id, safe_text(s.title or ""), safe_text(s.source), _when(s.started_at),
             str(s.message_count), state,
         )
     Console().print(table)
@@ -130,7 +131,7 @@ def show(
         _emit_json({"session": s.to_dict(), "ancestors": lineage, "messages": msgs})
         return
     console = Console()
-    console.print(Text(f"{s.title or s.id}  ({s.id})", style="bold"))
+    console.print(safe_text(f"{s.title or s.id}  ({s.id})", style="bold"))
     console.print(
         Text(
             f"source {s.source} · started {_when(s.started_at)} · "
@@ -151,7 +152,7 @@ def show(
             names = [c.get("function", {}).get("name", "?") for c in m["tool_calls"]]
             text = (text + f"\n→ tool calls: {', '.join(names)}").strip()
         flag = "" if m.get("_active", True) else " (inactive)"
-        table.add_row(str(m["_id"]), Text(m["role"] + flag), Text(text[:2000]))
+        table.add_row(str(m["_id"]), safe_text(m["role"] + flag), safe_text(text[:2000]))
     console.print(table)
 
 
@@ -176,7 +177,8 @@ def search(
         table.add_column(col, overflow="fold")
     for h in hits:
         table.add_row(
-            h.session_id, Text(h.session_title or ""), _when(h.timestamp), h.role, Text(h.snippet)
+            safe_text(h.session_id), safe_text(h.session_title or ""), _when(h.timestamp),
+            safe_text(h.role), safe_text(h.snippet)
         )
     Console().print(table)
 

@@ -9,7 +9,10 @@ and the next usable key is tried once. Reasons never contain a key.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 from agent_core.compression import SummarizerError
 from agent_core.errors import ClassifiedError, classify
@@ -57,7 +60,9 @@ class AuxSummarizer:
             try:
                 resp = await self.client.client_for(cred).chat.completions.create(
                     model=self.model,
-                    messages=messages,  # type: ignore[arg-type]
+                    # Our messages are plain dicts of the OpenAI shape; the SDK names them as
+                    # TypedDicts.
+                    messages=cast("list[ChatCompletionMessageParam]", messages),
                     max_tokens=max(1, int(max_tokens)),
                     temperature=self.temperature,
                     stream=False,
@@ -71,7 +76,7 @@ class AuxSummarizer:
                     break
                 continue
             pool.report_success(cred)
-            choice = resp.choices[0] if resp.choices else None  # type: ignore[union-attr]
+            choice = resp.choices[0] if resp.choices else None
             text = (choice.message.content or "") if choice is not None else ""
             if not text.strip():
                 raise SummarizerError("transient", "the auxiliary model returned an empty summary")

@@ -11,7 +11,16 @@ Public surface: `HermesConfig` (and the section models in `gateway.config.models
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the type checker sees the real names; at run time they load lazily
+    from gateway.config.base import reveal
+    from gateway.config.envfile import apply_env_file
+    from gateway.config.errors import EXIT_CONFIG, EXIT_RESTART, ConfigError, Problem
+    from gateway.config.expand import expand_env
+    from gateway.config.load import LoadedConfig, load_config, parse_config
+    from gateway.config.models import HermesConfig
+    from gateway.config.redact import redact_text, redacted_config, register_secret
 
 __all__ = [
     "EXIT_CONFIG",

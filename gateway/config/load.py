@@ -134,7 +134,13 @@ def load_config(
             warnings.append(
                 f"{name}: the process environment overrides the value in {p.env_file.name}"
             )
-    warnings += _env_file_mode_warning(p.env_file)
+    insecure = _env_file_exposure(p.env_file)
+    if insecure and not cfg.security.allow_insecure_env:
+        raise ConfigError(Problem(".env", f"{insecure}; run: chmod 600 {p.env_file} "
+                                  "(or set security.allow_insecure_env: true)"), p.env_file)
+    if insecure:
+        warnings.append(f"{insecure} (allowed by security.allow_insecure_env); "
+                        f"run: chmod 600 {p.env_file}")
     if register:
         register_secrets(cfg.secret_values())
     return LoadedConfig(
@@ -147,11 +153,13 @@ def load_config(
     )
 
 
-def _env_file_mode_warning(path: Path) -> list[str]:
+def _env_file_exposure(path: Path) -> str | None:
+    """Why the `.env` file (secrets) is exposed to other users, or None when it is not."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError:
-        return []
+        return None
     if mode & 0o077:
-        return [f"{path} is readable by other users (mode {mode:04o}); run: chmod 600 {path}"]
-    return []
+        who = "other users" if mode & 0o007 else "its group"
+        return f"{path.name} is readable or writable by {who} (mode {mode:04o})"
+    return None

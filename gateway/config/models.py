@@ -9,12 +9,13 @@ loader runs; build a `HermesConfig` directly only in tests. Secrets are `SecretS
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from gateway.config.base import ConfigModel, IdList, SecretList, reveal
+from gateway.config.base import ConfigModel, IdList, OptSecret, SecretList, reveal
 from gateway.config.errors import Problem
 from gateway.config.platforms import PlatformsConfig
 from gateway.ports import ToolProgress
@@ -129,6 +130,20 @@ class HealthConfig(ConfigModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
     """0 = health server off."""
+    token: OptSecret = None
+    """Bearer token for /readyz, /status and /metrics (`/healthz` stays open for container
+    probes). Required when `host` is not a loopback address."""
+    expose_ids: bool = False
+    """Show chat, user and session ids in /status (otherwise counts only)."""
+
+    def loopback(self) -> bool:
+        """True when `host` is a loopback address (or `localhost`)."""
+        if self.host.lower() in ("localhost", "localhost."):
+            return True
+        try:
+            return ipaddress.ip_address(self.host.strip("[]")).is_loopback
+        except ValueError:
+            return False
 
 
 class MediaConfig(ConfigModel):
@@ -183,6 +198,11 @@ def _default_providers() -> dict[str, ProviderConfig]:
     return {"main": ProviderConfig()}
 
 
+class SecurityConfig(ConfigModel):
+    allow_insecure_env: bool = False
+    """Start even when `.env` is readable by the group or others (otherwise exit 78)."""
+
+
 class HermesConfig(ConfigModel):
     """The whole `config.yaml`."""
 
@@ -194,6 +214,7 @@ class HermesConfig(ConfigModel):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
 
     def provider(self, name: str | None = None) -> ProviderConfig:
         """Provider `name` (default: `model.provider`). Raises KeyError if undefined."""
@@ -230,5 +251,10 @@ class HermesConfig(ConfigModel):
             out.append(
                 Problem("auxiliary.provider", f"unknown provider {aux!r} (defined: {known})")
             )
+        health = self.gateway.health
+        if health.port and not health.loopback() and health.token is None:
+            out.append(Problem("gateway.health.token", f"required when gateway.health.host "
+                               f"({health.host}) is not a loopback address: anyone who can reach "
+                               "the port would read /status and /metrics"))
         out += self.platforms.problems("platforms")
         return out

@@ -74,7 +74,9 @@ class DeliveryService:
         media: MediaPolicy | None = None,
         stream: StreamSettings = StreamSettings(),
         clock: Callable[[], float] = time.time,
+        on_outbound: Callable[[str], None] = lambda _adapter: None,
     ) -> None:
+        """`on_outbound(adapter name)` is called after every successful platform send."""
         self._adapters = adapters
         self._ledger = ledger
         self.budgets = budgets or RateBudgets()
@@ -84,7 +86,7 @@ class DeliveryService:
         self._retry_tasks: set[asyncio.Task[None]] = set()
         self._unreachable: set[tuple[str, str]] = set()
         self._typing: dict[ReplyTarget, asyncio.Task[None]] = {}
-        self.on_outbound: Callable[[str], None] = lambda _name: None
+        self._on_outbound = on_outbound
 
     async def load_unreachable(self) -> None:
         """Remember which chats were marked unreachable (by an earlier run too)."""
@@ -272,7 +274,7 @@ class DeliveryService:
         for i, att in enumerate(final.attachments):
             res = await self._send_attachment(adapter, target, att)
             if res.ok:
-                self.on_outbound(target.adapter)
+                self._on_outbound(target.adapter)
                 continue
             name = Path(att.path).name
             kind = res.error_kind
@@ -336,7 +338,7 @@ class DeliveryService:
             log.warning("final_send_error", adapter=target.adapter, outbox_id=outbox_id,
                         error=type(exc).__name__)
             return None
-        self.on_outbound(target.adapter)
+        self._on_outbound(target.adapter)
         if final.attachments:
             # Attachments follow: record that the text is out before sending them.
             await self._ledger.outbox_mark_sent(outbox_id, ids)
@@ -407,7 +409,7 @@ class DeliveryService:
 
     async def _after_send(self, target: ReplyTarget, res: SendResult) -> None:
         if res.ok:
-            self.on_outbound(target.adapter)
+            self._on_outbound(target.adapter)
             return
         if res.error_kind is ErrorKind.RATE_LIMITED and res.retry_after:
             self._budget(target).throttle(res.retry_after)

@@ -88,7 +88,9 @@ async def _demo(home: Path, console: Console) -> int:
         started = time.monotonic()
         await runner.start()
         try:
-            port = runner.adapters["api"].port  # type: ignore[attr-defined]
+            bound = runner.adapters["api"].listening()
+            assert bound is not None, "the api adapter is connected, so it listens"
+            port = bound[1]
             console.print(Panel.fit(
                 f"Gateway ready in {time.monotonic() - started:.2f}s · API on "
                 f"http://127.0.0.1:{port}/v1 · health on {runner.health.url if runner.health else '-'}"

@@ -188,3 +188,27 @@ def test_validating_every_platform_imports_no_sdk() -> None:
     assert out["enabled"] == ["telegram", "slack", "discord", "api"]
     assert out["imported"] == []
 
+
+
+def test_a_health_server_bound_beyond_loopback_needs_a_token(home_dir: Path) -> None:
+    _write(home_dir, "gateway:\n  health: {host: 0.0.0.0, port: 8765}\n")
+    r = run_hermes(home_dir, "config", "check")
+    assert r.returncode == 78
+    assert "gateway.health.token" in r.stderr and "loopback" in r.stderr
+    _write(home_dir, "gateway:\n  health: {host: 0.0.0.0, port: 8765, token: \"${PROBE_TOKEN}\"}\n",
+           env="PROBE_TOKEN=abcdefgh-probe-token\n")
+    r = run_hermes(home_dir, "config", "check")
+    assert r.returncode == 0, r.stderr
+    shown = run_hermes(home_dir, "config", "show")
+    assert "abcdefgh-probe-token" not in shown.stdout  # a secret like any other
+    _write(home_dir, "gateway:\n  health: {host: '::1', port: 8765}\n")
+    assert run_hermes(home_dir, "config", "check").returncode == 0
+
+
+def test_gateway_run_refuses_a_world_readable_env_file(home_dir: Path) -> None:
+    root = _write(home_dir, "gateway:\n  health: {port: 0}\n", env="OPENAI_API_KEY=sk-x\n")
+    os.chmod(root / ".env", 0o644)
+    r = run_hermes(home_dir, "gateway", "run")
+    assert r.returncode == 78
+    assert "chmod 600" in r.stderr and ".env" in r.stderr
+    assert "sk-x" not in r.stderr

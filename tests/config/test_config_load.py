@@ -219,9 +219,19 @@ def test_loaded_secrets_are_registered_for_redaction(home_dir: Path) -> None:
     assert "odd-shaped-discord-secret-42" not in redact_text("sent odd-shaped-discord-secret-42")
 
 
-def test_world_readable_env_file_warns(home_dir: Path) -> None:
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620])
+def test_an_env_file_others_can_read_is_refused(home_dir: Path, mode: int) -> None:
     root = _profile(home_dir, env_text="X=1\n")
+    os.chmod(paths(root).env_file, mode)
+    with pytest.raises(ConfigError) as err:
+        load_config(root, environ={})
+    assert "chmod 600" in str(err.value) and ".env" in str(err.value)
+    assert stat.S_IMODE(paths(root).env_file.stat().st_mode) == mode  # never changed for you
+
+
+def test_an_insecure_env_file_may_be_allowed_explicitly(home_dir: Path) -> None:
+    root = _profile(home_dir, "security: {allow_insecure_env: true}\n",
+                    env_text="X=1\n")
     os.chmod(paths(root).env_file, 0o644)
     loaded = load_config(root, environ={})
     assert any("chmod 600" in w for w in loaded.warnings)
-    assert stat.S_IMODE(paths(root).env_file.stat().st_mode) == 0o644

@@ -83,8 +83,9 @@ async def test_status_and_metrics_show_adapters_sessions_events_and_turns(tmp_pa
         assert data["adapters"][0]["state"] == "connected"
         assert data["adapters"][0]["last_inbound_at"] is not None
         assert data["sessions"]["active"] == 2
-        assert data["sessions"]["queues"] == {"fake:dm:c1": 1}
+        assert data["sessions"]["queues"] == 1 and data["sessions"]["queued"] == 1
         assert data["sessions"]["held"] == 1  # the queued message is durable
+        assert "c1" not in body and "u1" not in body  # counts, not ids (expose_ids is off)
         assert data["gateway"]["rss_bytes"] > 10_000_000 and data["gateway"]["threads"] >= 2
 
         assert await _metric(url, "hermes_events_in_total") == 5
@@ -155,3 +156,33 @@ async def test_a_storage_writer_that_breaks_stops_the_gateway_with_74(tmp_path, 
     await runner.store._writer._conn.close()  # the connection dies under the writer
     await fake.inject("anyone there?", chat_id="c1", user_id="u1")  # its dedup write fails
     assert await asyncio.wait_for(run, 15) == 74
+
+
+async def test_status_shows_ids_only_when_the_operator_asks(tmp_path, model):
+    model.enqueue(hang(30))
+    async with runner_for(tmp_path, model, gateway__busy_mode="queue",
+                          gateway__health__expose_ids=True) as (runner, fake):
+        await fake.inject("a", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: len(model.requests) == 1)
+        await asyncio.sleep(0.6)
+        await fake.inject("queued", chat_id="c1", user_id="u1")
+        _, body = await _get(runner.health.url + "/status")
+        assert json.loads(body)["sessions"]["queues"] == {"fake:dm:c1": 1}
+
+
+async def test_a_health_token_guards_everything_but_healthz(tmp_path, model):
+    async with runner_for(tmp_path, model, gateway__health__token="s3cret-probe-token") as (
+            runner, _fake):
+        url = runner.health.url
+        assert (await _get(url + "/healthz"))[0] == 200  # container probes need no token
+        for path in ("/readyz", "/status", "/metrics"):
+            status, body = await _get(url + path)
+            assert status == 401 and "s3cret" not in body, path
+        async with aiohttp.ClientSession() as http:
+            wrong = {"Authorization": "Bearer not-the-token"}
+            async with http.get(url + "/status", headers=wrong) as resp:
+                assert resp.status == 401
+            right = {"Authorization": "Bearer s3cret-probe-token"}
+            for path in ("/readyz", "/status", "/metrics"):
+                async with http.get(url + path, headers=right) as resp:
+                    assert resp.status == 200, path

@@ -121,7 +121,7 @@ async def test_metrics_exposes_the_gateway_counters(
     async with sup, _server(sup, metrics, lambda: True) as server:
         await until(lambda: fake.starts == 3 and fake.connected)
         await fake.inject("hello")
-        sup.note_outbound("fake")
+        sup.activity.note_outbound("fake")
         metrics.observe_turn(0.3)
         metrics.add_tokens(prompt=120, completion=30)
         metrics.compression_outcome("compressed")

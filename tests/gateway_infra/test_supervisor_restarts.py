@@ -202,7 +202,7 @@ async def test_emit_records_inbound_and_metrics(tmp_path: Path) -> None:
         assert sup.status("fake").last_inbound_at is None
         first = await fake.inject("hi", event_id="e1")
         again = await fake.inject("hi", event_id="e1")
-        sup.note_outbound("fake")
+        sup.activity.note_outbound("fake")
         status = sup.status("fake")
     assert first.new and not again.new
     assert [e.text for e in inbound.events] == ["hi"]

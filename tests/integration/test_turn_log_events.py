@@ -29,9 +29,6 @@ TRAIL = ("inbound_routed", "turn_started", "final_delivered", "turn_finished")
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 PROVIDER_KEY = "sk-test-key-1"  # the harness's configured provider key
 PROBE = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456"
-# The lead is rewriting gateway/runner.py and gateway/supervisor.py and converts their log
-# calls himself (tests/architecture/test_log_events.py skips them too); he empties this.
-CONVERTED_BY_THE_LEAD = {"gateway.runner", "gateway.supervisor"}
 
 
 @pytest.fixture
@@ -92,8 +89,7 @@ async def test_a_turn_leaves_a_trail_of_events_with_ids_timings_and_tokens(
 
     # Every event of the run (start-up and shutdown included) is a snake_case name, and no
     # secret reached any of them.
-    assert [e["event"] for e in events if not SNAKE.match(e["event"])
-            and e["logger"] not in CONVERTED_BY_THE_LEAD] == []
+    assert [e["event"] for e in events if not SNAKE.match(e["event"])] == []
     seen = repr(events)
     assert PROBE not in seen and PROVIDER_KEY not in seen
 

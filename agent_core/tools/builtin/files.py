@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import os
-import re
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -22,6 +21,7 @@ from agent_core.tools.builtin._workspace import (
     resolve_in_workspace,
 )
 from agent_core.tools.registry import Tool, ToolError
+from hermes_common.patterns import PatternError, UntrustedPattern, compile_untrusted
 
 __all__ = [
     "MAX_READ_BYTES",
@@ -176,14 +176,13 @@ def _search_sync(ws: Path, args: SearchFilesArgs, interrupt: InterruptSignal) ->
     base = resolve_in_workspace(ws, args.path)
     if not base.is_dir():
         raise ToolError(f"{display_path(ws, base)} is not a directory.")
-    matcher: re.Pattern[str] | None = None
-    if args.query:
-        flags = 0 if args.case_sensitive else re.IGNORECASE
-        source = args.query if args.regex else re.escape(args.query)
+    matcher: UntrustedPattern | None = None
+    if args.query:  # the model's pattern: RE2, linear time (never `re`, see hermes_common)
         try:
-            matcher = re.compile(source, flags)
-        except re.error as exc:
-            raise ToolError(f"Invalid regular expression: {exc}.") from None
+            matcher = compile_untrusted(args.query, ignore_case=not args.case_sensitive,
+                                        literal=not args.regex)
+        except PatternError as exc:
+            raise ToolError(f"{str(exc)[0].upper()}{str(exc)[1:]}.") from None
     hits: list[str] = []
     files_hit: set[str] = set()
     scanned = 0
@@ -218,7 +217,7 @@ def _search_sync(ws: Path, args: SearchFilesArgs, interrupt: InterruptSignal) ->
 
 
 def _grep_file(
-    full: Path, rel: str, matcher: re.Pattern[str], hits: list[str], files: set[str], cap: int
+    full: Path, rel: str, matcher: UntrustedPattern, hits: list[str], files: set[str], cap: int
 ) -> bool:
     try:
         if full.stat().st_size > MAX_SEARCH_FILE_BYTES:

@@ -51,9 +51,9 @@ async def memory(args: MemoryArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
     result = await asyncio.to_thread(_apply, store, args)
     if not result.ok:
-        detail = {"error": result.message, "usage": result.usage}
+        detail: dict[str, object] = {"error": result.message, "usage": result.usage}
         if result.entries:
-            detail["current_entries"] = list(result.entries)  # type: ignore[assignment]
+            detail["current_entries"] = list(result.entries)
         raise ToolError(json.dumps(detail, ensure_ascii=False))
     return json.dumps(
         {

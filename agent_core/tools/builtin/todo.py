@@ -6,7 +6,7 @@ The caller keeps the same `extra` dict for the whole session so the list survive
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -60,7 +60,7 @@ async def todo(args: TodoArgs, ctx: ToolContext) -> str:
         else:
             items[:] = list({t["id"]: t for t in incoming}.values())
         del items[MAX_TODOS:]
-    counts = {s: sum(1 for i in items if i["status"] == s) for s in Status.__args__}  # type: ignore[attr-defined]
+    counts = {s: sum(1 for i in items if i["status"] == s) for s in get_args(Status)}
     return json.dumps({"todos": items, "summary": counts}, ensure_ascii=False)
 
 
