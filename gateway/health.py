@@ -139,7 +139,7 @@ class HealthServer:
             raise
         self._runner = runner
         self.port = int(runner.addresses[0][1])
-        log.info("health server listening", host=self.host, port=self.port)
+        log.info("http_server_listening", server="health", host=self.host, port=self.port)
 
     async def stop(self) -> None:
         """Idempotent; must not raise."""
@@ -148,7 +148,7 @@ class HealthServer:
             try:
                 await runner.cleanup()
             except Exception:
-                log.warning("health server cleanup failed", exc_info=True)
+                log.warning("http_server_cleanup_failed", server="health", exc_info=True)
         self.port = None
 
     async def readiness(self) -> tuple[bool, list[str]]:

@@ -3,8 +3,9 @@
 - Output: JSON lines when stderr is not a TTY (or `--log-format json` / `logging.format:
   json`), a pretty console otherwise; `$HERMES_HOME/logs/gateway.log` always gets JSON lines,
   rotated by size, mode 0600.
-- Redaction is a processor (every string value, keys that name secrets) plus a last pass over
-  the rendered line, so no secret reaches a handler: `hermes_common.redact` (every known secret
+- Redaction is a processor (every string value, keys that name secrets), run once per record
+  before any handler sees it, plus a last pass over the rendered line (each record is
+  rendered once per format, however many handlers write it), so no secret reaches a handler: `hermes_common.redact` (every known secret
   shape and every registered value: the config loader registers all configured secrets, and
   configuring logging registers the secret-named variables of the environment).
 - Context: `bind_context(profile=…, platform=…, session_key=…, session_id=…, turn_id=…)` adds
@@ -23,6 +24,7 @@ import weakref
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -30,6 +32,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from hermes_common.redact import redact, redact_value, register_environment
 
 if TYPE_CHECKING:
+    from structlog.stdlib import ProcessorFormatter
+
     from gateway.config.models import LoggingConfig
 
 __all__ = [
@@ -92,14 +96,18 @@ def _add_context(
     return event_dict
 
 
+_PLAIN = frozenset({int, float, bool})
+
+
 def redact_event(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> dict[str, Any]:
     """structlog processor: redact every value (strings by pattern and registered secret,
     anything under a secret-named key entirely). Keys starting with `_` are left alone."""
     out: dict[str, Any] = {}
     for key, value in event_dict.items():
-        if key.startswith("_"):
+        if (value is None or type(value) in _PLAIN  # nothing to hide in a number
+                or key.startswith("_") or key == "timestamp"):  # ours, and unique
             out[key] = value
-        elif isinstance(value, str | int | float | bool | dict | list | tuple) or value is None:
+        elif isinstance(value, str | dict | list | tuple):
             out[key] = redact_value(value, key)
         else:
             out[key] = redact_value(str(value), key)
@@ -108,6 +116,29 @@ def redact_event(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> dict[
 
 def _redact_rendered(_: Any, __: str, rendered: Any) -> Any:
     return redact(rendered) if isinstance(rendered, str) else rendered
+
+
+@cache
+def _once_formatter_class() -> type[ProcessorFormatter]:
+    """Defined on first use: structlog is imported only when logging is configured."""
+    import structlog
+
+    class OnceFormatter(structlog.stdlib.ProcessorFormatter):
+        """Renders each record once, however often it is asked: the rotating file handler
+        formats a record twice (size check, then write), and the stream and the file share
+        one JSON formatter. Only the last record is remembered (a race is a cache miss)."""
+
+        _last: tuple[logging.LogRecord, str] | None = None
+
+        def format(self, record: logging.LogRecord) -> str:
+            last = self._last
+            if last is not None and last[0] is record:
+                return last[1]
+            text = super().format(record)
+            self._last = (record, text)
+            return text
+
+    return OnceFormatter
 
 
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
@@ -172,31 +203,32 @@ def configure_logging(
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
-    json_renderer = structlog.processors.JSONRenderer(default=str)
+    # Redacted once per record, before any handler sees it: ours in the structlog chain,
+    # stdlib records in the formatter's foreign chain. Handlers only render.
+    finish: list[Any] = [structlog.processors.format_exc_info, redact_event]
 
     def formatter(renderer: Any) -> logging.Formatter:
-        return structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=[*pre_chain, structlog.stdlib.ExtraAdder()],
+        return _once_formatter_class()(
+            foreign_pre_chain=[*pre_chain, structlog.stdlib.ExtraAdder(), *finish],
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.processors.format_exc_info,
-                redact_event,
                 renderer,
                 _redact_rendered,
             ],
         )
 
+    json_formatter = formatter(structlog.processors.JSONRenderer(default=str))
     if _want_json(fmt, stream):
-        stream_renderer: Any = json_renderer
+        stream_formatter = json_formatter  # shared: the stream and the file format once
     else:
-        stream_renderer = structlog.dev.ConsoleRenderer(
+        stream_formatter = formatter(structlog.dev.ConsoleRenderer(
             colors=bool(getattr(stream, "isatty", lambda: False)()),
             exception_formatter=structlog.dev.plain_traceback,
-        )
+        ))
 
     handlers: list[logging.Handler] = []
     console = logging.StreamHandler(stream)
-    console.setFormatter(formatter(stream_renderer))
+    console.setFormatter(stream_formatter)
     handlers.append(console)
     if log_dir is not None:
         from gateway.paths import ensure_private_dir
@@ -206,7 +238,7 @@ def configure_logging(
             log_dir / "gateway.log", maxBytes=max_bytes, backupCount=backup_count,
             encoding="utf-8", delay=False,
         )
-        fh.setFormatter(formatter(json_renderer))
+        fh.setFormatter(json_formatter)
         handlers.append(fh)
 
     root = logging.getLogger()
@@ -225,8 +257,10 @@ def configure_logging(
 
     structlog.configure(
         processors=[
+            structlog.stdlib.filter_by_level,  # below the level: dropped before any work
             *pre_chain,
             structlog.processors.StackInfoRenderer(),
+            *finish,
             structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
         logger_factory=structlog.stdlib.LoggerFactory(),

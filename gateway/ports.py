@@ -17,7 +17,7 @@ import importlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import Field
 
@@ -37,6 +37,7 @@ __all__ = [
     "BudgetSpec",
     "Capabilities",
     "CursorStore",
+    "EventLogger",
     "Identity",
     "PlatformSettings",
     "RateProfile",
@@ -213,13 +214,30 @@ class CursorStore:
         raise NotImplementedError
 
 
+class EventLogger(Protocol):
+    """What an adapter logs through (`AdapterContext.logger`): a structlog bound logger.
+
+    Every call is an event name in snake_case with fields, never prose or a format string:
+    `ctx.logger.warning("telegram_get_updates_failed", attempt=3, error="TimedOut")`. A stdlib
+    `logging.Logger` does not fit (it takes no keyword fields). Logging must not raise.
+    """
+
+    def debug(self, event: str, /, **fields: Any) -> Any: ...
+    def info(self, event: str, /, **fields: Any) -> Any: ...
+    def warning(self, event: str, /, **fields: Any) -> Any: ...
+    def error(self, event: str, /, **fields: Any) -> Any: ...
+    def exception(self, event: str, /, **fields: Any) -> Any: ...
+    def critical(self, event: str, /, **fields: Any) -> Any: ...
+
+
 @dataclass(slots=True)
 class AdapterContext:
     """Given to `start()`.
 
     `emit(event)` returns once the event is durably recorded (or recognized as a duplicate):
     only then may an adapter acknowledge or advance its cursor. It returns True when the event
-    was new. `progress()` reports liveness (a successful poll or a received frame).
+    was new. `progress()` reports liveness (a successful poll or a received frame). `logger`
+    takes events with fields (`EventLogger`); the gateway binds `adapter=<name>` to it.
     """
 
     name: str
@@ -228,7 +246,7 @@ class AdapterContext:
     stop_event: asyncio.Event
     cursors: CursorStore
     cache_dir: Path
-    logger: Any
+    logger: EventLogger
     connected: Callable[[], None] = field(default=lambda: None)
     max_attachment_bytes: int = 25 * 1024 * 1024
 

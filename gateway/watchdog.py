@@ -17,11 +17,11 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
 
 import structlog
 
 from gateway.metrics import GatewayMetrics
+from gateway.ports import EventLogger
 
 __all__ = ["LoopWatchdog", "thread_stacks"]
 
@@ -52,7 +52,7 @@ class LoopWatchdog:
         interval_s: float = 0.25,
         threshold_s: float = 1.0,
         metrics: GatewayMetrics | None = None,
-        logger: Any = None,
+        logger: EventLogger | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if interval_s <= 0 or threshold_s <= 0:
@@ -60,7 +60,7 @@ class LoopWatchdog:
         self.interval_s = interval_s
         self.threshold_s = threshold_s
         self._metrics = metrics
-        self._log = logger if logger is not None else log
+        self._log: EventLogger = logger if logger is not None else log
         self._clock = clock
         self._beat = clock()
         self._loop_thread: int | None = None
@@ -135,7 +135,7 @@ class LoopWatchdog:
                 self._metrics.loop_lag.observe(lag)
             if self._reported_beat is not None:
                 self._reported_beat = None
-                self._log.warning("event loop resumed", blocked_s=round(stalled_for, 3))
+                self._log.warning("event_loop_resumed", blocked_s=round(stalled_for, 3))
 
     def _watch(self) -> None:
         period = min(self.interval_s, self.threshold_s / 4)
@@ -155,7 +155,7 @@ class LoopWatchdog:
             loop_stack = next(iter(stacks.values()), "")
             try:
                 self._log.error(
-                    "event loop stalled",
+                    "event_loop_stalled",
                     stalled_s=round(age, 3),
                     threshold_s=self.threshold_s,
                     loop_stack=loop_stack,

@@ -173,6 +173,12 @@ _SECRET_NAME = re.compile(
 _lock = threading.Lock()
 _registered: frozenset[str] = frozenset()
 _registered_re: re.Pattern[str] | None = None
+# Results for short texts (log fields repeat: event names, ids, platforms). Replaced, never
+# cleared in place, whenever the registered values change: a result computed against the old
+# values can only land in the old dict.
+_MEMO_MAX_LEN = 256
+_MEMO_SIZE = 4096
+_memo: dict[str, str] = {}
 
 
 def register_secret(value: str | None) -> None:
@@ -183,13 +189,14 @@ def register_secret(value: str | None) -> None:
 
 def register_secrets(values: Iterable[str | None]) -> None:
     """Redact these exact values from now on, process-wide. Thread-safe; must not raise."""
-    global _registered, _registered_re
+    global _registered, _registered_re, _memo
     new = {v for v in values if v and len(v) >= MIN_SECRET_LENGTH}
     if not new or new <= _registered:
         return
     with _lock:
         _registered = _registered | new
         _registered_re = _alternation(_registered)
+        _memo = {}
 
 
 def secret_env_values(environ: Mapping[str, str]) -> list[str]:
@@ -206,16 +213,22 @@ def register_environment(environ: Mapping[str, str]) -> None:
 
 def clear_registered_secrets() -> None:
     """Forget every registered value (tests)."""
-    global _registered, _registered_re
+    global _registered, _registered_re, _memo
     with _lock:
         _registered = frozenset()
         _registered_re = None
+        _memo = {}
 
 
 def is_secret_name(name: object) -> bool:
     """True for key or variable names that hold secrets (`token`, `bot_token`, `api_keys`,
     `password`, `OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`…)."""
-    return isinstance(name, str) and bool(_SECRET_NAME.search(name))
+    return isinstance(name, str) and _secret_name(name)
+
+
+@lru_cache(maxsize=1024)
+def _secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
@@ -223,9 +236,22 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     `MIN_SECRET_LENGTH`: ignored) and every known secret shape replaced by `[REDACTED]`.
 
     Must not raise; idempotent (a second pass runs only when a replacement borders
-    characters a rule could still take).
+    characters a rule could still take). Short texts are remembered (until the registered
+    values change), so a repeated log field costs a dictionary look-up.
     """
-    extra = _extra_re(tuple(sorted(set(secrets)))) if secrets else None
+    if secrets or len(text) > _MEMO_MAX_LEN:
+        return _redact(text, _extra_re(tuple(sorted(set(secrets)))) if secrets else None)
+    memo = _memo
+    done = memo.get(text)
+    if done is None:
+        done = _redact(text, None)
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        memo[text] = done
+    return done
+
+
+def _redact(text: str, extra: re.Pattern[str] | None) -> str:
     for _ in range(_MAX_PASSES):
         if not text:
             return text

@@ -68,7 +68,6 @@ class ApiAdapter(BasePlatformAdapter):
         self._runner: web.AppRunner | None = None
         self._stopped = asyncio.Event()
         self._lock = asyncio.Lock()
-        self._logger: Any = None
 
     def listening(self) -> tuple[str, int] | None:
         return (self.settings.host, self.port) if self.port is not None else None
@@ -80,7 +79,6 @@ class ApiAdapter(BasePlatformAdapter):
         with an error when the adapter stops.
         """
         self._stopped = asyncio.Event()
-        self._logger = ctx.logger
         server = ApiServer(self.name, self.settings, self.turns, ctx)
         runner = web.AppRunner(server.build_app(), access_log=None, shutdown_timeout=5.0)
         await runner.setup()
@@ -97,7 +95,8 @@ class ApiAdapter(BasePlatformAdapter):
                     f"cannot listen on {self.settings.host}:{self.settings.port}: {exc.strerror}"
                 ) from None
             self.port = _bound_port(runner, self.settings.port)
-            ctx.logger.info(f"api: listening on {self.settings.host}:{self.port}")
+            ctx.logger.info("http_server_listening", server=self.name, host=self.settings.host,
+                            port=self.port)
             ctx.connected()
             await wait_any(ctx.stop_event, self._stopped)
         finally:

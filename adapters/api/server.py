@@ -105,7 +105,8 @@ class ApiServer:
                 raise
             return _json_error(exc.status, exc.reason, code=exc.reason.lower().replace(" ", "_"))
         except Exception as exc:  # one request must never take the server down
-            self._ctx.logger.error(f"api: request failed: {type(exc).__name__}")
+            self._ctx.logger.error("api_request_failed", method=request.method, path=request.path,
+                                   error=type(exc).__name__)
             return _json_error(500, "internal server error", type_="server_error")
 
     def _authenticate(self, request: web.Request) -> str | None:
@@ -181,7 +182,8 @@ class ApiServer:
             accepted = await self._ctx.emit(event)
         except Exception as exc:  # reported to the client as 503
             self._turns.discard(turn)
-            self._ctx.logger.warning(f"api: emit failed: {type(exc).__name__}")
+            self._ctx.logger.warning("api_emit_failed", event_id=turn.event_id,
+                                     error=type(exc).__name__)
             return _json_error(
                 503, "the gateway could not accept the message", type_="server_error"
             )
@@ -247,7 +249,7 @@ class ApiServer:
             await response.write(sse_done())
             await response.write_eof()
         except ConnectionError:
-            self._ctx.logger.info(f"api: client left the stream of {turn.event_id}")
+            self._ctx.logger.info("api_client_left_stream", event_id=turn.event_id)
         return response
 
 

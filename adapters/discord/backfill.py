@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
 
 import discord
 
-from gateway.ports import CursorStore
+from gateway.ports import CursorStore, EventLogger
 
 __all__ = ["SeenChannels", "backfill"]
 
@@ -59,7 +58,7 @@ async def backfill(
     *,
     per_channel: int = 50,
     max_age_s: float = 6 * 3600,
-    logger: Any,
+    logger: EventLogger,
 ) -> int:
     """Hand every message newer than the cursor (and younger than `max_age_s`) to `deliver`,
     oldest first. Returns how many. Must not raise for platform errors (logged, skipped)."""

@@ -10,11 +10,11 @@ import asyncio
 import re
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
 
 import discord
 
 from gateway.events import Attachment, AttachmentKind, ChatType, MessageEvent, UserRef
+from gateway.ports import EventLogger
 
 __all__ = ["Inbound", "MessageLog"]
 
@@ -90,7 +90,7 @@ class Inbound:
         cache_dir: Path,
         max_bytes: int,
         log: MessageLog,
-        logger: Any,
+        logger: EventLogger,
     ) -> None:
         self._platform = platform
         self._client = client

@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from yarl import URL
 
 from gateway.events import Attachment
+from gateway.ports import EventLogger
 from hermes_common.hosts import HostAllowList
 
 __all__ = ["FileFetcher", "kind_for", "upload_file"]
@@ -57,21 +58,22 @@ class FileFetcher:
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
 
     async def fetch_all(
-        self, files: list[Mapping[str, Any]], cache_dir: Path, max_bytes: int, logger: Any
+        self, files: list[Mapping[str, Any]], cache_dir: Path, max_bytes: int,
+        logger: EventLogger,
     ) -> tuple[Attachment, ...]:
         """Download every file it may; a failed or oversized one is skipped with a log line.
         Must not raise (except cancellation)."""
         out: list[Attachment] = []
         for f in files:
+            reason = "unavailable or too large"
             try:
                 att = await self._fetch(f, cache_dir, max_bytes)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - one bad file never drops the message
-                _warn(logger, f.get("id"), type(exc).__name__)
-                continue
+                att, reason = None, type(exc).__name__
             if att is None:
-                _warn(logger, f.get("id"), "unavailable or too large")
+                logger.warning("slack_file_skipped", file_id=str(f.get("id")), reason=reason)
             else:
                 out.append(att)
         return tuple(out)
@@ -112,13 +114,6 @@ class FileFetcher:
         mime = f.get("mimetype") if isinstance(f.get("mimetype"), str) else None
         return Attachment(path=str(path), kind=kind_for(mime, f.get("subtype")), mime=mime,
                           name=name, size=total)
-
-
-def _warn(logger: Any, file_id: Any, reason: str) -> None:
-    try:
-        logger.warning("slack_file_skipped", file_id=str(file_id), reason=reason)
-    except TypeError:  # a stdlib logger does not take keyword fields
-        logger.warning("slack file %s skipped: %s", file_id, reason)
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -130,7 +130,7 @@ class TelegramAdapter(BasePlatformAdapter):
         try:
             await bot.set_my_commands(menu)
         except tg_error.TelegramError as exc:
-            ctx.logger.warning("telegram: setMyCommands failed",
+            ctx.logger.warning("telegram_set_my_commands_failed",
                                error=error_text(exc, self.settings.plain_token()))
 
     async def _run_polling(self, bot: Bot, ctx: AdapterContext, stop: asyncio.Event) -> None:
@@ -152,7 +152,7 @@ class TelegramAdapter(BasePlatformAdapter):
             try:
                 update = Update.de_json(data, bot)
             except Exception as exc:
-                ctx.logger.warning("telegram webhook: skipping an update that cannot be parsed",
+                ctx.logger.warning("telegram_update_unparseable", source="webhook",
                                    error=type(exc).__name__)
                 return
             await self._handle(bot, ctx, update)
@@ -200,8 +200,8 @@ class TelegramAdapter(BasePlatformAdapter):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            ctx.logger.warning("telegram: skipping an update that cannot be converted",
-                               update_id=update.update_id, error=type(exc).__name__)
+            ctx.logger.warning("telegram_update_unconvertible", update_id=update.update_id,
+                               error=type(exc).__name__)
             return
         await ctx.emit(event)
 

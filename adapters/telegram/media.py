@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import Any
 
 from telegram import Bot
 from telegram.error import TelegramError
 
 from adapters.telegram.convert import FileRef
 from gateway.events import Attachment
+from gateway.ports import EventLogger
 from hermes_common.hosts import HostAllowList
 
 __all__ = ["download_all"]
@@ -36,7 +36,7 @@ async def download_all(
     prefix: str,
     cap: int,
     allowed: HostAllowList,
-    logger: Any = None,
+    logger: EventLogger | None = None,
 ) -> tuple[tuple[Attachment, ...], tuple[str, ...]]:
     """Download `refs` into `dest`; returns (attachments, notes for the text).
 
@@ -66,7 +66,7 @@ async def download_all(
             data = bytes(await tg_file.download_as_bytearray())
         except (TelegramError, OSError) as exc:
             if logger is not None:
-                logger.warning("telegram attachment download failed", kind=ref.kind,
+                logger.warning("telegram_attachment_failed", kind=ref.kind,
                                error=type(exc).__name__)
             notes.append(f"[attachment could not be downloaded: {ref.name}]")
             continue

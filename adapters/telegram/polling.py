@@ -59,7 +59,7 @@ class Poller:
                 raise AdapterAuthError("Telegram refused the bot token during getUpdates") from exc
             except tg_error.Conflict as exc:
                 conflicts += 1
-                self._ctx.logger.warning("telegram getUpdates conflict", attempt=conflicts,
+                self._ctx.logger.warning("telegram_get_updates_conflict", attempt=conflicts,
                                          error=error_text(exc, self._s.plain_token()))
                 if conflicts >= self._s.conflict_retries:
                     raise AdapterError(
@@ -74,7 +74,7 @@ class Poller:
                 continue
             except tg_error.NetworkError as exc:
                 failures += 1
-                self._ctx.logger.warning("telegram getUpdates failed", attempt=failures,
+                self._ctx.logger.warning("telegram_get_updates_failed", attempt=failures,
                                          error=error_text(exc, self._s.plain_token()))
                 if failures >= self._s.network_retries:
                     raise AdapterError(
@@ -111,7 +111,7 @@ class Poller:
         try:
             return int(raw) if raw else None
         except ValueError:
-            self._ctx.logger.warning("telegram: ignoring a malformed stored update offset")
+            self._ctx.logger.warning("telegram_cursor_unreadable", cursor=CURSOR_KEY)
             return None
 
     async def _fetch(self, offset: int | None) -> list[tuple[int, Update | None]]:
@@ -122,8 +122,7 @@ class Poller:
         except tg_error.TelegramError:
             raise
         except Exception as exc:  # a batch that breaks PTB's schema: parse update by update
-            self._ctx.logger.warning("telegram: malformed update batch; parsing one by one",
-                                     error=type(exc).__name__)
+            self._ctx.logger.warning("telegram_update_batch_malformed", error=type(exc).__name__)
             return await self._fetch_raw(offset)
         return [(u.update_id, u) for u in updates]
 
@@ -142,7 +141,7 @@ class Poller:
             try:
                 out.append((update_id, Update.de_json(item, self._bot)))
             except Exception as exc:
-                self._ctx.logger.warning("telegram: skipping an update that cannot be parsed",
+                self._ctx.logger.warning("telegram_update_unparseable", source="polling",
                                          update_id=update_id, error=type(exc).__name__)
                 out.append((update_id, None))
         if not out:  # nothing we could confirm: don't re-poll in a tight loop

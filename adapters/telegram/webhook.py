@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from adapters.telegram.settings import WebhookSettings
+from gateway.ports import EventLogger
 from hermes_common.settings import reveal
 
 __all__ = ["SECRET_HEADER", "WebhookServer"]
@@ -28,7 +29,8 @@ OnUpdate = Callable[[dict[str, Any]], Awaitable[None]]
 class WebhookServer:
     """Listens on `settings.host:settings.port` (port 0 = ephemeral) at `settings.path`."""
 
-    def __init__(self, settings: WebhookSettings, on_update: OnUpdate, logger: Any) -> None:
+    def __init__(self, settings: WebhookSettings, on_update: OnUpdate,
+                 logger: EventLogger) -> None:
         secret = reveal(settings.secret_token)
         if not secret:
             raise ValueError("webhook mode needs platforms.telegram.webhook.secret_token")
@@ -62,8 +64,7 @@ class WebhookServer:
         given = request.headers.get(SECRET_HEADER, "").encode()
         if not hmac.compare_digest(given, self._secret):
             self.rejected += 1
-            self._log.warning("telegram webhook: request without the right secret token ignored",
-                              remote=request.remote)
+            self._log.warning("telegram_webhook_secret_mismatch", remote=request.remote)
             return web.Response(status=401)
         try:
             data = json.loads(await request.read())
@@ -74,7 +75,7 @@ class WebhookServer:
         try:
             await self._on_update(data)
         except Exception as exc:
-            self._log.warning("telegram webhook: update not recorded; Telegram will retry",
-                              error=type(exc).__name__)
+            self._log.warning("telegram_webhook_update_not_recorded", error=type(exc).__name__,
+                              retried_by_telegram=True)
             return web.Response(status=500)
         return web.Response(status=200)

@@ -255,8 +255,14 @@ class DeliveryService:
         if ids is None:
             return []
         if await self._send_attachments(adapter, final, ids, tries):
-            await self._ledger.outbox_mark_delivered([outbox_id], ids)
+            await self._delivered(final, ids, tries)
         return ids
+
+    async def _delivered(self, final: PreparedFinal, ids: list[str] | None, tries: int) -> None:
+        """Mark the row delivered (its text and every attachment are out) and say so."""
+        await self._ledger.outbox_mark_delivered([final.outbox_id], ids)
+        log.info("final_delivered", adapter=final.target.adapter, outbox_id=final.outbox_id,
+                 parts=len(ids or ()), attachments=len(final.attachments), retries=tries)
 
     async def _send_attachments(self, adapter: BasePlatformAdapter, final: PreparedFinal,
                                 ids: list[str], tries: int) -> bool:
@@ -310,7 +316,7 @@ class DeliveryService:
     async def _retry_attachments(self, final: PreparedFinal, ids: list[str], tries: int) -> None:
         adapter = self._adapters.get(final.target.adapter)
         if adapter is not None and await self._send_attachments(adapter, final, ids, tries):
-            await self._ledger.outbox_mark_delivered([final.outbox_id], ids)
+            await self._delivered(final, ids, tries)
 
     async def _send_body(self, adapter: BasePlatformAdapter, final: PreparedFinal,
                          consumer: StreamConsumer, tries: int) -> list[str] | None:
@@ -329,7 +335,8 @@ class DeliveryService:
             return None
         except Exception as exc:
             await self._ledger.outbox_record_attempt(outbox_id, type(exc).__name__)
-            log.warning("final_send_error", adapter=target.adapter, error=type(exc).__name__)
+            log.warning("final_send_error", adapter=target.adapter, outbox_id=outbox_id,
+                        error=type(exc).__name__)
             return None
         self._on_outbound(target.adapter)
         if final.attachments:
@@ -355,7 +362,8 @@ class DeliveryService:
         else:
             # A timeout may have delivered the message: don't send blindly again.
             await self._ledger.outbox_mark_failed(outbox_id, err)
-        log.warning("final_send_failed", adapter=target.adapter, kind=str(kind))
+        log.warning("final_send_failed", adapter=target.adapter, outbox_id=outbox_id,
+                    kind=str(kind))
 
     def _retry_later(self, final: PreparedFinal, consumer: StreamConsumer, delay: float,
                      tries: int) -> None:
@@ -437,11 +445,11 @@ class DeliveryService:
         files = tuple(OutboundAttachment(**a) for a in item.attachments or ())
         ids = list(item.platform_message_ids or [])
         adapter = self._adapters.get(target.adapter)
+        final = PreparedFinal(target, item.id, item.text, files)
         if not files:
-            await self._ledger.outbox_mark_delivered([item.id])
-        elif adapter is not None and await self._send_attachments(
-                adapter, PreparedFinal(target, item.id, item.text, files), ids, 0):
-            await self._ledger.outbox_mark_delivered([item.id], ids)
+            await self._delivered(final, None, 0)
+        elif adapter is not None and await self._send_attachments(adapter, final, ids, 0):
+            await self._delivered(final, ids, 0)
 
     async def close(self) -> None:
         """Cancel pending retries and typing loops, close the budgets. Pending finals stay in

@@ -138,6 +138,7 @@ class TurnService:
                                                    release=event_keys(events))
         session, history = await self._store.live_history(sid)
         with bind_context(session_id=session.id):
+            log.info("turn_started", session_key=key, session_id=session.id, events=len(events))
             return await self._run_agent(session, history, target, interrupt, key=key)
 
     async def _run_agent(self, session: Session, history: list[dict[str, Any]],
@@ -178,6 +179,9 @@ class TurnService:
                            if isinstance(terminal, ae.Interrupted) else "error")
                 await self._finish(session, terminal, shown, consumer, target, final)
                 break
+        except Exception:
+            outcome = "error"  # a crash, logged by `run_turn`; not an interrupt
+            raise
         finally:
             used, leftover = await self._steering.end(key, steering)
             for ev in used:
@@ -192,8 +196,13 @@ class TurnService:
             if outcome == "ok" and self._compression is not None:
                 last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
                 await self._compression.after_turn(session.id, last_prompt, stored)
+            took = time.monotonic() - started
             if self._metrics is not None:
-                self._metrics.observe_turn(time.monotonic() - started, outcome=outcome)
+                self._metrics.observe_turn(took, outcome=outcome)
+            log.info("turn_finished", session_key=key, session_id=session.id, outcome=outcome,
+                     duration_s=round(took, 3), model_calls=len(shown.usage),
+                     input_tokens=sum(u.prompt_tokens for u in shown.usage),
+                     output_tokens=sum(u.completion_tokens for u in shown.usage))
         return leftover
 
     async def _stream(

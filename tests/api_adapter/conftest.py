@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import structlog
 
 from adapters.api import SPEC
 from adapters.api.adapter import ApiAdapter
@@ -103,7 +103,7 @@ async def running(
         stop_event=stop_event,
         cursors=CursorStore(),
         cache_dir=tmp_path,
-        logger=logging.getLogger("test.api_adapter"),
+        logger=structlog.get_logger("test.api_adapter"),
         connected=connected.set,
     )
     harness.task = asyncio.create_task(adapter.start(ctx))

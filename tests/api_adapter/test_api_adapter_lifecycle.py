@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import socket
 from pathlib import Path
 
 import aiohttp
 import pytest
+import structlog
 from pydantic import ValidationError
 
 from adapters.api import SPEC, ApiSettings
@@ -102,7 +102,7 @@ async def test_port_in_use_raises_adapter_error(tmp_path: Path) -> None:
             stop_event=asyncio.Event(),
             cursors=CursorStore(),
             cache_dir=tmp_path,
-            logger=logging.getLogger("test"),
+            logger=structlog.get_logger("test"),
         )
         with pytest.raises(AdapterError):
             await asyncio.wait_for(adapter.start(ctx), 10)

@@ -75,6 +75,15 @@ def test_registered_and_passed_in_values_whatever_their_shape() -> None:
         f"owner {REDACTED}!")
 
 
+def test_a_value_registered_later_is_redacted_in_text_seen_before() -> None:
+    text = f"upstream said {REGISTERED}"
+    assert redact(text) == text  # remembered as clean (short texts are memoized)
+    register_secret(REGISTERED)
+    assert redact(text) == f"upstream said {REDACTED}"
+    clear_registered_secrets()
+    assert redact(text) == text
+
+
 def test_secret_named_environment_variables_are_registered() -> None:
     register_environment({ENV_NAME: ENV_VALUE, "HOME": "/home/someone", "MAX_TOKENS": "4096",
                           "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMIK7MDENGbPxRfiCY"})

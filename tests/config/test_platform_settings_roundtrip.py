@@ -6,7 +6,6 @@ adapter is then run to show the values at work (model name, body limit)."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import socket
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import structlog
 import yaml
 from pydantic import SecretStr
 
@@ -138,7 +138,7 @@ async def test_the_api_adapter_runs_with_the_configured_values(
 
     ctx = AdapterContext(name="api", emit=emit, progress=lambda: None, stop_event=stop,
                          cursors=CursorStore(), cache_dir=tmp_path,
-                         logger=logging.getLogger("test.roundtrip"), connected=connected.set)
+                         logger=structlog.get_logger("test.roundtrip"), connected=connected.set)
     task = asyncio.create_task(adapter.start(ctx), name="api-under-test")
     await asyncio.wait_for(connected.wait(), 10)
     base = f"http://127.0.0.2:{VALUES['api']['port']}"

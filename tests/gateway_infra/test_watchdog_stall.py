@@ -24,12 +24,12 @@ async def test_a_blocked_loop_is_reported_with_the_blocking_function() -> None:
             assert dog.healthy()
             _block_the_loop_for_a_while()
             await asyncio.sleep(0.15)
-    stalls = [e for e in logs if e["event"] == "event loop stalled"]
+    stalls = [e for e in logs if e["event"] == "event_loop_stalled"]
     assert len(stalls) == 1
     assert "_block_the_loop_for_a_while" in stalls[0]["loop_stack"]
     assert any("_block_the_loop_for_a_while" in s for s in stalls[0]["threads"].values())
     assert stalls[0]["log_level"] == "error"
-    assert any(e["event"] == "event loop resumed" for e in logs)
+    assert any(e["event"] == "event_loop_resumed" for e in logs)
     assert dog.stalls == 1
     assert metrics.registry.get_sample_value("hermes_event_loop_stalls_total") == 1
 
@@ -39,7 +39,7 @@ async def test_a_responsive_loop_reports_nothing() -> None:
         async with LoopWatchdog(interval_s=0.02, threshold_s=0.5) as dog:
             for _ in range(10):
                 await asyncio.sleep(0.01)
-    assert not [e for e in logs if e["event"] == "event loop stalled"]
+    assert not [e for e in logs if e["event"] == "event_loop_stalled"]
     assert dog.stalls == 0
 
 
