@@ -165,7 +165,7 @@ class InboundRouter:
             return
         key = session_key(ev, group_sessions_per_user=self._per_user)
         self.routed += 1
-        log.info("inbound_routed", platform=ev.platform, event_id=ev.event_id, session_key=key)
+        log.debug("inbound_routed", platform=ev.platform, event_id=ev.event_id, session_key=key)
         await self._manager.dispatch(key, ev)
 
     async def close(self) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+import stat
 import sys
 import weakref
 from collections.abc import Iterator, Mapping, MutableMapping
@@ -142,7 +143,13 @@ def _once_formatter_class() -> type[ProcessorFormatter]:
 
 
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
-    """Rotating handler whose files are created with mode 0600."""
+    """Rotating handler whose files are created with mode 0600.
+
+    The rollover check uses the open file's position: the standard one calls `stat` twice
+    per record (to skip non-regular files), which is decided once here, when the file opens.
+    """
+
+    _regular = True
 
     def _open(self) -> Any:
         stream = super()._open()
@@ -150,7 +157,18 @@ class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
             os.chmod(self.baseFilename, 0o600)
         except OSError:
             pass
+        try:
+            self._regular = stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+        except OSError:
+            self._regular = False
         return stream
+
+    def shouldRollover(self, record: logging.LogRecord) -> int:  # noqa: N802 - stdlib name
+        if self.stream is None:
+            self.stream = self._open()
+        if self.maxBytes <= 0 or not self._regular:
+            return False
+        return self.stream.tell() + len(self.format(record)) + 1 >= self.maxBytes
 
 
 def _want_json(fmt: str | None, stream: TextIO) -> bool:

@@ -261,7 +261,7 @@ class DeliveryService:
     async def _delivered(self, final: PreparedFinal, ids: list[str] | None, tries: int) -> None:
         """Mark the row delivered (its text and every attachment are out) and say so."""
         await self._ledger.outbox_mark_delivered([final.outbox_id], ids)
-        log.info("final_delivered", adapter=final.target.adapter, outbox_id=final.outbox_id,
+        log.debug("final_delivered", adapter=final.target.adapter, outbox_id=final.outbox_id,
                  parts=len(ids or ()), attachments=len(final.attachments), retries=tries)
 
     async def _send_attachments(self, adapter: BasePlatformAdapter, final: PreparedFinal,

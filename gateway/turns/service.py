@@ -138,7 +138,7 @@ class TurnService:
                                                    release=event_keys(events))
         session, history = await self._store.live_history(sid)
         with bind_context(session_id=session.id):
-            log.info("turn_started", session_key=key, session_id=session.id, events=len(events))
+            log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
             return await self._run_agent(session, history, target, interrupt, key=key)
 
     async def _run_agent(self, session: Session, history: list[dict[str, Any]],

@@ -164,3 +164,25 @@ def test_configure_from_config_writes_profile_log(home_dir: Path) -> None:
         reset_logging()
     recs = _records((profile_home / "logs" / "gateway.log").read_text())
     assert [r["event"] for r in recs] == ["kept"] and recs[0]["secret"] == "[REDACTED]"
+
+
+def test_the_log_file_rotates_at_its_size_and_stays_private(tmp_path: Path, home_dir: Path) -> None:
+    log_dir = tmp_path / "rot"
+    configure_logging(fmt="json", stream=io.StringIO(), log_dir=log_dir, max_bytes=4000,
+                      backup_count=2)
+    try:
+        log = get_logger("test.rotation")
+        for i in range(200):
+            log.info("rotation_probe", n=i, pad="x" * 40)
+    finally:
+        reset_logging()
+    files = sorted(p.name for p in log_dir.iterdir())
+    assert files == ["gateway.log", "gateway.log.1", "gateway.log.2"]
+    for name in files:
+        path = log_dir / name
+        assert path.stat().st_size < 4000
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert all(json.loads(line)["event"] == "rotation_probe"
+                   for line in path.read_text().splitlines())
+    newest = json.loads((log_dir / "gateway.log").read_text().splitlines()[-1])
+    assert newest["n"] == 199
