@@ -14,7 +14,7 @@ from openai import AsyncOpenAI
 from adapters.api.adapter import ApiAdapter
 from tests.fakes.openai_server import FakeOpenAIServer, call, text, tool_calls
 from tests.gateway.runtime_harness import runner_for
-from tests.multiuser.support import system_prompt, tool_payload, tool_results
+from tests.multiuser.support import system_prompt, tool_results
 
 KEY_A = "sk-alice-0123456789abcdef"
 KEY_B = "sk-bob-fedcba9876543210"
@@ -85,34 +85,28 @@ async def test_memory_scope_user_keeps_the_agents_notes_per_principal(
     assert "The build server runs Debian" in prompt_a
 
 
+async def _tool_turn(model: FakeOpenAIServer, client: AsyncOpenAI, user: str, tool: str,
+                     **args: str) -> str:
+    """One turn in which the model calls `tool(**args)`; returns the tool's result."""
+    model.enqueue(tool_calls(call(tool, args)), text("Done."))
+    await ask(client, f"please {tool}", user)
+    return tool_results(model.requests[-1])[-1]
+
+
 async def test_each_principal_has_its_own_workspace(
     tmp_path: Path, model: FakeOpenAIServer
 ) -> None:
     async with clients(tmp_path, model) as (a, b):
-        model.enqueue(tool_calls(call("write_file", {"path": "diary.txt",
-                                                     "content": "dear diary, secret"})),
-                      text("Written."))
-        await ask(a, "write my diary", "notes")
-        model.enqueue(tool_calls(call("read_file", {"path": "diary.txt"})), text("Read."))
-        await ask(b, "read diary.txt", "mine")
-        assert "secret" not in tool_results(model.requests[-1])[-1]
-        model.enqueue(tool_calls(call("search_files", {"query": "secret"})), text("Searched."))
-        await ask(b, "find secret", "mine")
-        assert "diary" not in tool_results(model.requests[-1])[-1]
-        model.enqueue(tool_calls(call("read_file", {"path": "diary.txt"})), text("Read."))
-        await ask(a, "read my diary", "notes")
-        assert "secret" in tool_results(model.requests[-1])[-1]
+        await _tool_turn(model, a, "notes", "write_file", path="diary.txt",
+                         content="dear diary, secret")
+        assert "secret" not in await _tool_turn(model, b, "mine", "read_file", path="diary.txt")
+        assert "diary" not in await _tool_turn(model, b, "mine", "search_files", query="secret")
+        assert "secret" in await _tool_turn(model, a, "notes", "read_file", path="diary.txt")
 
 
 async def test_workspace_shared_true_gives_everyone_one_folder(
     tmp_path: Path, model: FakeOpenAIServer
 ) -> None:
     async with clients(tmp_path, model, workspace__shared=True) as (a, b):
-        model.enqueue(tool_calls(call("write_file", {"path": "team.txt",
-                                                     "content": "shared plan"})),
-                      text("Written."))
-        await ask(a, "write the plan", "notes")
-        model.enqueue(tool_calls(call("read_file", {"path": "team.txt"})), text("Read."))
-        await ask(b, "read team.txt", "mine")
-        assert "shared plan" in tool_payload(model.requests[-1]).get("text", "") or \
-            "shared plan" in tool_results(model.requests[-1])[-1]
+        await _tool_turn(model, a, "notes", "write_file", path="team.txt", content="shared plan")
+        assert "shared plan" in await _tool_turn(model, b, "mine", "read_file", path="team.txt")

@@ -16,6 +16,7 @@ from openai import AsyncOpenAI
 
 from adapters.api.adapter import ApiAdapter
 from gateway.runner import GatewayRunner
+from storage.types import Session
 from tests.fakes.openai_server import FakeOpenAIServer, call, text, tool_calls
 from tests.gateway.runtime_harness import runner_for
 from tests.multiuser.support import tool_payload
@@ -88,13 +89,19 @@ async def test_a_key_naming_another_keys_session_gets_its_own_session(
     assert texts == ["my bank PIN is 4321", "Noted."]
 
 
+async def _a_titled_session(two: TwoKeys, model: FakeOpenAIServer, title: str) -> Session:
+    """A's session "notes", holding her PIN, titled `title`."""
+    model.enqueue(text("Noted."))
+    await two.ask(two.a, "my bank PIN is 4321", user="notes")
+    assert "Title set" in await two.ask(two.a, f"/title {title}", user="notes")
+    [session_a] = await two.runner.store.list_sessions()
+    return session_a
+
+
 async def test_resume_cannot_take_another_keys_session(
     two: TwoKeys, model: FakeOpenAIServer
 ) -> None:
-    model.enqueue(text("Noted."))
-    await two.ask(two.a, "my bank PIN is 4321", user="notes")
-    assert "Title set" in await two.ask(two.a, "/title Bank", user="notes")
-    [session_a] = await two.runner.store.list_sessions()
+    session_a = await _a_titled_session(two, model, "Bank")
     for ident in (session_a.id, "Bank"):
         reply = await two.ask(two.b, f"/resume {ident}", user="mine")
         assert reply == (f"No session called “{ident}” here. /sessions lists the ones you "
@@ -107,10 +114,8 @@ async def test_resume_cannot_take_another_keys_session(
 async def test_title_conflicts_never_reveal_another_keys_session(
     two: TwoKeys, model: FakeOpenAIServer
 ) -> None:
-    model.enqueue(text("Noted."), text("Hello."))
-    await two.ask(two.a, "my bank PIN is 4321", user="notes")
-    await two.ask(two.a, "/title Taxes 2024", user="notes")
-    [session_a] = await two.runner.store.list_sessions()
+    session_a = await _a_titled_session(two, model, "Taxes 2024")
+    model.enqueue(text("Hello."))
     await two.ask(two.b, "hello", user="mine")
     reply = await two.ask(two.b, "/title Taxes 2024", user="mine")
     assert session_a.id not in reply
@@ -121,10 +126,8 @@ async def test_title_conflicts_never_reveal_another_keys_session(
 async def test_sessions_lists_only_the_keys_own_sessions(
     two: TwoKeys, model: FakeOpenAIServer
 ) -> None:
-    model.enqueue(text("Noted."), text("Hello."))
-    await two.ask(two.a, "my bank PIN is 4321", user="notes")
-    await two.ask(two.a, "/title Bank", user="notes")
-    [session_a] = await two.runner.store.list_sessions()
+    session_a = await _a_titled_session(two, model, "Bank")
+    model.enqueue(text("Hello."))
     listed = await two.ask(two.b, "/sessions", user="notes")
     assert session_a.id not in listed and "Bank" not in listed
     await two.ask(two.b, "hello", user="mine")

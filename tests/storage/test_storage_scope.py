@@ -4,14 +4,12 @@ titles are unique per scope; schema v5 keeps every stored session and message.""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
-from _storage_testlib import FakeClock, turn
+from _storage_testlib import FakeClock, old_schema_db, turn
 
 from storage import SessionScope, StateStore, TitleInUseError
 from storage.db import prepare_database
-from storage.migrations import MIGRATIONS, split_statements
 from storage.search import CANDIDATES, PROBE
 
 ALICE = SessionScope.direct("telegram", "42")
@@ -23,12 +21,17 @@ async def _dm(store: StateStore, user: str, **kw: object):
                                       chat_type="dm", **kw)  # type: ignore[arg-type]
 
 
+async def _alice_said(store: StateStore, text: str):
+    """Alice's session holding `text`, and a fresh session of Bob's."""
+    mine = await _dm(store, "42")
+    await store.append_messages(mine.id, turn(text, "Noted."))
+    return mine, await _dm(store, "43")
+
+
 async def test_scoped_search_finds_old_own_hits_behind_many_newer_foreign_ones(
     store: StateStore, clock: FakeClock
 ) -> None:
-    mine = await _dm(store, "42")
-    await store.append_messages(mine.id, turn("the invoice number is 8817", "Noted."))
-    theirs = await _dm(store, "43")
+    mine, theirs = await _alice_said(store, "the invoice number is 8817")
     for i in range(max(CANDIDATES, 10) + 20):  # more newer matches than BM25's candidates
         clock.advance(1)
         await store.append_messages(theirs.id, turn(f"invoice draft {i}", "ok"))
@@ -41,9 +44,7 @@ async def test_scoped_search_finds_old_own_hits_behind_many_newer_foreign_ones(
 async def test_scoped_search_of_a_very_common_word_still_finds_own_hits(
     store: StateStore, clock: FakeClock
 ) -> None:
-    mine = await _dm(store, "42")
-    await store.append_messages(mine.id, turn("hello from alice", "hi"))
-    theirs = await _dm(store, "43")
+    mine, theirs = await _alice_said(store, "hello from alice")
     await store.append_messages(theirs.id, [
         {"role": "user", "content": f"hello number {i}"} for i in range(PROBE + 10)])
     hits = await store.search("hello", scope=ALICE)
@@ -52,9 +53,7 @@ async def test_scoped_search_of_a_very_common_word_still_finds_own_hits(
 
 
 async def test_scoped_cjk_scan_looks_at_the_scopes_messages(store: StateStore) -> None:
-    mine = await _dm(store, "42")
-    await store.append_messages(mine.id, turn("密码", "好"))
-    theirs = await _dm(store, "43")
+    mine, theirs = await _alice_said(store, "密码")
     await store.append_messages(theirs.id, turn("密码", "好"))
     hits = await store.search("密码", scope=ALICE)
     assert [h.session_id for h in hits] == [mine.id]
@@ -114,18 +113,11 @@ async def test_python_scope_keys_match_the_stored_column(store: StateStore) -> N
 
 async def test_schema_v5_keeps_history_and_scopes_old_sessions(tmp_path: Path) -> None:
     db = tmp_path / "state.db"
-    with sqlite3.connect(db, isolation_level=None) as conn:  # a file written by schema v4
-        conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY,"
-                     " applied_at REAL NOT NULL)")
-        for version, script in enumerate(MIGRATIONS[:4], start=1):
-            for stmt in split_statements(script):
-                conn.execute(stmt)
-            conn.execute("INSERT INTO schema_version VALUES (?, 0)", (version,))
-        conn.executemany(
-            "INSERT INTO sessions(id, source, user_id, chat_id, chat_type, started_at, title)"
-            " VALUES (?, 'telegram', ?, ?, ?, 1, ?)",
-            [("s1", "42", "42", "dm", "Same"), ("s2", "43", "-100", "group", None),
-             ("s3", None, None, None, "Cli")])
+    sessions = [("s1", "42", "42", "dm", "Same"), ("s2", "43", "-100", "group", None),
+                ("s3", None, None, None, "Cli")]  # a direct chat, a group, the CLI
+    with old_schema_db(db, 4) as conn:  # a file written by schema v4
+        conn.executemany("INSERT INTO sessions(id, source, user_id, chat_id, chat_type,"
+                         " started_at, title) VALUES (?, 'telegram', ?, ?, ?, 1, ?)", sessions)
         conn.execute("INSERT INTO messages(session_id, role, timestamp, content)"
                      " VALUES ('s1', 'user', 1, 'the old secret')")
     assert prepare_database(db) == 4
