@@ -19,7 +19,7 @@ def _title_problem(exc: ValueError, title: str) -> str:
     """A title error in words that name no other session (titles are unique per scope, so
     the clash is with a session the user can see anyway; its id is still not shown)."""
     if isinstance(exc, TitleInUseError):
-        return f"another of your sessions here is already called “{exc.title}”"
+        return f"another session here is already called “{exc.title}”"
     return str(exc) or f"“{title}” cannot be used as a title"
 
 

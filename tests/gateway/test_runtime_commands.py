@@ -48,8 +48,8 @@ async def test_title_set_show_and_duplicate_refused(tmp_path, model):
         await _cmd(fake, "/new", "New session")
         await _turn(fake, "again")
         refused = await _cmd(fake, "/title Trip plans", "title")
-        assert refused == ("Could not set the title: another of your sessions here is already "
-                           "called “Trip plans”.")
+        assert refused == ("Could not set the title: another session here is already called "
+                           "“Trip plans”.")
         assert (await runner.store.find_by_session_key(KEY)).title is None
         # Another user's sessions are another scope: the same name is free there.
         await _turn(fake, "hi", chat_id="c2", user_id="u2")
