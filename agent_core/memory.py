@@ -1,6 +1,7 @@
 """The agent's persistent memory: `MEMORY.md` (its own notes) and `USER.md` (who the user is).
 
-Both live in one directory (a profile's `memories/`). Each file is a list of entries separated
+`MEMORY.md` lives in `memory_dir`, `USER.md` in `user_dir` (the same folder unless the caller
+keeps one per user). Each file is a list of entries separated
 by a line holding only `§`. Sizes are counted in characters (model-independent) with limits of
 2,200 and 1,375. Every write is threat-scanned before anything is touched, applied under a
 lock (a thread lock plus an advisory file lock for other processes) on a fresh read of the
@@ -95,17 +96,22 @@ def _path_lock(path: Path) -> threading.Lock:
 
 
 class MemoryStore:
-    """MEMORY.md / USER.md in `memory_dir` (created on first write)."""
+    """MEMORY.md in `memory_dir`, USER.md in `user_dir` (default: `memory_dir`); folders are
+    created on first write."""
 
     def __init__(
         self,
         memory_dir: Path,
         *,
+        user_dir: Path | None = None,
         memory_limit: int = MEMORY_CHAR_LIMIT,
         user_limit: int = USER_CHAR_LIMIT,
         scope: ThreatScope = "strict",
     ) -> None:
-        self._dir = Path(memory_dir)
+        self._dirs: dict[MemoryTarget, Path] = {
+            "memory": Path(memory_dir),
+            "user": Path(user_dir) if user_dir is not None else Path(memory_dir),
+        }
         self._limits: dict[MemoryTarget, int] = {"memory": memory_limit, "user": user_limit}
         self._scope: ThreatScope = scope
         self._snapshot: str | None = None
@@ -113,7 +119,7 @@ class MemoryStore:
     # -- reading -------------------------------------------------------------------------
 
     def path(self, target: MemoryTarget) -> Path:
-        return self._dir / _FILES[target]
+        return self._dirs[target] / _FILES[target]
 
     def limit(self, target: MemoryTarget) -> int:
         return self._limits[target]
@@ -125,14 +131,15 @@ class MemoryStore:
         except OSError:
             return []
 
-    def render(self) -> str:
-        """The prompt block for what is on disk now (empty string when both files are empty).
+    def render(self, targets: tuple[MemoryTarget, ...] = ("memory", "user")) -> str:
+        """The prompt block for what is on disk now (empty string when the files are empty);
+        only the files of `targets`.
 
         Entries that fail the threat scan (e.g. edited into the file by hand) are replaced by a
         `[BLOCKED: ...]` line in the rendered text only; the file is left alone.
         """
         blocks: list[str] = []
-        for target in ("memory", "user"):
+        for target in targets:
             entries = self.entries(target)
             if not entries:
                 continue
@@ -156,10 +163,11 @@ class MemoryStore:
             f"{finding.reason} ({finding.pattern_id}); remove it with the memory tool]"
         )
 
-    def snapshot(self) -> str:
-        """The frozen prompt block: rendered on the first call, unchanged by later writes."""
+    def snapshot(self, targets: tuple[MemoryTarget, ...] = ("memory", "user")) -> str:
+        """The frozen prompt block: rendered (for `targets`) on the first call, unchanged by
+        later writes."""
         if self._snapshot is None:
-            self._snapshot = self.render()
+            self._snapshot = self.render(targets)
         return self._snapshot
 
     def refresh_snapshot(self) -> str:

@@ -19,7 +19,9 @@ from agent_core.provider import ProviderRouter, ProviderSettings
 from agent_core.tools.base import ToolContext
 from agent_core.tools.registry import ToolRegistry, default_registry
 from gateway.config.models import HermesConfig, ProviderConfig
+from gateway.events import Principal
 from gateway.paths import ProfilePaths
+from gateway.principals import TOOL_OUTPUT, UserSpaces
 
 __all__ = ["AgentFactory", "provider_settings"]
 
@@ -72,21 +74,38 @@ class AgentFactory:
             toolsets=tuple(config.agent.toolsets) if config.agent.toolsets else None,
             ephemeral_system_prompt=config.agent.ephemeral_system_prompt,
         )
-        self.workspace = Path(config.agent.workspace or paths.workspace)
-        #: Where tools' full output is saved when the model is shown a preview (housekeeping
-        #: deletes old files here like cached attachments).
-        self.tool_output_dir = self.workspace / ".tool-output"
+        #: Each user's memory and workspace folders (`gateway.principals`).
+        self.spaces = UserSpaces(
+            memories=paths.memories,
+            workspace_root=Path(config.agent.workspace or paths.workspace),
+            cache=paths.cache,
+            memory_scope=config.memory.scope,
+            shared_workspace=config.workspace.shared,
+        )
 
     async def aclose(self) -> None:
         await self.router.aclose()
 
     async def system_prompt(
-        self, *, platform_hint: str = "", today: dt.date | None = None
+        self, *, platform_hint: str = "", audience: Principal | None = None,
+        today: dt.date | None = None,
     ) -> str:
         """Build a session's system prompt (stored with the session, reused verbatim).
 
-        Reads SOUL.md, the memory files and project context files off the event loop."""
-        memory = MemoryStore(self._paths.memories)
+        `audience` is the one user the session talks to (a direct chat): their `USER.md`,
+        `MEMORY.md` (per profile, or theirs with `memory.scope: user`) and the project context
+        of their workspace are included. A group session (None) gets the profile's
+        `MEMORY.md` only, and project context only from a shared workspace. Reads the files
+        off the event loop."""
+        spaces = self.spaces
+        memory_dir = spaces.memory_dir(audience)
+        memory = "" if memory_dir is None else MemoryStore(
+            memory_dir, user_dir=spaces.user_dir(audience) if audience else None,
+        ).snapshot(("memory", "user") if audience else ("memory",))
+        if audience is not None:
+            cwd: Path | None = spaces.workspace(audience)
+        else:
+            cwd = spaces.workspace_root if spaces.shared_workspace else None
         tools = [s["function"]["name"] for s in self.registry.schemas(self._agent_config.toolsets)]
         return await build_system_prompt_async(
             PromptInputs(
@@ -94,20 +113,26 @@ class AgentFactory:
                 soul_path=self._paths.soul,
                 tool_names=tools,
                 external_prompt=self._config.agent.system_prompt or "",
-                memory_snapshot=memory.snapshot(),
-                cwd=self.workspace,
+                memory_snapshot=memory,
+                cwd=cwd,
                 date=today or dt.date.today(),
                 platform_hint=platform_hint,
             )
         )
 
     def build(self, system_prompt: str, *, session_id: str, ports: AgentPorts,
-              extra: dict[str, Any] | None = None) -> Agent:
+              principal: Principal, extra: dict[str, Any] | None = None) -> Agent:
+        """An agent whose tools act for `principal`: its workspace, its `USER.md` and the
+        `MEMORY.md` of `memory.scope`."""
+        spaces = self.spaces
+        workspace = spaces.workspace(principal)
+
         def context() -> ToolContext:
             return ToolContext(
-                workspace=self.workspace,
-                memory_dir=self._paths.memories,
-                output_dir=self.tool_output_dir,
+                workspace=workspace,
+                memory_dir=spaces.memory_dir(principal),
+                user_dir=spaces.user_dir(principal),
+                output_dir=workspace / TOOL_OUTPUT,
                 ports=ports,
                 session_id=session_id,
                 extra=extra if extra is not None else {},

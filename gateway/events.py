@@ -7,6 +7,7 @@ models carry no behaviour; they import only the standard library and pydantic.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -20,6 +21,7 @@ __all__ = [
     "MessageEvent",
     "OutboundAttachment",
     "OutboundMessage",
+    "Principal",
     "SendResult",
     "UserRef",
 ]
@@ -30,6 +32,17 @@ class ChatType(StrEnum):
     GROUP = "group"
     CHANNEL = "channel"
     THREAD = "thread"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is acting: a user of one platform (an API key is a user of the `api` platform).
+
+    Everything a user may see or change (sessions, memory about them, their workspace) is
+    keyed by it; the gateway derives safe folder names from it (`gateway.principals`)."""
+
+    platform: str
+    user_id: str
 
 
 class UserRef(BaseModel):
@@ -85,13 +98,25 @@ class MessageEvent(BaseModel):
     def is_group(self) -> bool:
         return self.chat_type is not ChatType.DM
 
+    @property
+    def principal(self) -> Principal:
+        """The sender: platform + user id."""
+        return Principal(self.platform, self.user.id)
+
 
 class OutboundAttachment(BaseModel):
+    """A file to send. The gateway checks it when the reply is recorded (`path` is then the
+    file's real path, `root` the allowed folder it lies in) and again when it reads the file
+    for sending; the adapter gets the bytes read then (`data`, never stored) and sends those
+    rather than opening `path` itself (`gateway.ports.attachment_bytes`)."""
+
     model_config = ConfigDict(frozen=True)
 
     path: str
     as_document: bool = False
     as_voice: bool = False
+    root: str | None = None
+    data: bytes | None = Field(default=None, exclude=True, repr=False)
 
 
 class OutboundMessage(BaseModel):

@@ -6,7 +6,7 @@ import asyncio
 import gc
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import structlog
@@ -22,11 +22,12 @@ DAY_S = 86400.0
 
 
 async def prune_forever(store: Maintenance, retention_days: float, clock: Callable[[], float],
-                        interval_s: float = 3600.0, *, cache_dirs: tuple[Path, ...] = (),
+                        interval_s: float = 3600.0, *,
+                        cache_dirs: Callable[[], Iterable[Path]] = tuple,
                         cache_days: float = 0.0) -> None:
     """Prune the ledgers now, then every `interval_s`, keeping `retention_days`, delete files
-    in `cache_dirs` (cached attachments, saved tool output) older than `cache_days` (0 =
-    keep), refresh the query planner's statistics and log the process's vital signs. Runs
+    in the folders `cache_dirs()` lists (cached attachments, saved tool output; it is called
+    in a worker thread on every pass) older than `cache_days` (0 = keep), refresh the query planner's statistics and log the process's vital signs. Runs
     until cancelled; a failed pass is logged and retried at the next interval."""
     first = True
     while True:
@@ -34,7 +35,7 @@ async def prune_forever(store: Maintenance, retention_days: float, clock: Callab
             try:
                 cutoff = clock() - cache_days * DAY_S
                 removed = 0
-                for d in cache_dirs:
+                for d in await asyncio.to_thread(lambda: list(cache_dirs())):
                     removed += await asyncio.to_thread(prune_cache, d, cutoff)
                 if removed:
                     log.info("cache_pruned", files=removed)

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from gateway.commands.access import GroupCommands, refusal
 from gateway.commands.context import CommandContext, CommandServices
 from gateway.commands.registry import Command, CommandRegistry, parse_command
 from gateway.delivery.service import DeliveryService, ReplyTarget
@@ -18,6 +19,7 @@ from gateway.pipeline.authz import AccessPolicy, Authorize
 from gateway.pipeline.filters import Dedup, drop_self_and_bots
 from gateway.pipeline.mention import MentionGate
 from gateway.ports import BasePlatformAdapter, Capabilities
+from gateway.principals import UserSpaces
 from gateway.sessions import SessionManager, session_key
 from storage.ports import DedupLedger, PairingStore, Reachability
 
@@ -71,7 +73,10 @@ class InboundRouter:
         policy: AccessPolicy,
         require_mention: Callable[[str], bool],
         group_sessions_per_user: bool = True,
+        group_commands: GroupCommands = "admins",
+        spaces: UserSpaces | None = None,
     ) -> None:
+        """`spaces`: inbound attachments are moved into their chat's cache folder there."""
         self._store = store
         self._adapters = adapters
         self._delivery = delivery
@@ -79,6 +84,9 @@ class InboundRouter:
         self._commands = commands
         self._services = command_services
         self._per_user = group_sessions_per_user
+        self._policy = policy
+        self._group_commands: GroupCommands = group_commands
+        self._spaces = spaces
         self._tasks: set[asyncio.Task[Any]] = set()
         self.routed = 0
         self._pipeline = Pipeline([
@@ -137,18 +145,27 @@ class InboundRouter:
             return
         key = session_key(item.event, group_sessions_per_user=self._per_user)
         item.notes["command"] = command.name
-        self._spawn(self._run_command(item.event, key, command, parsed.args), "command")
+        ev = item.event
+        admin = item.capabilities.operator or self._policy.is_admin(ev.platform, ev.user.id)
+        self._spawn(self._run_command(ev, key, command, parsed.args, admin), "command")
 
     async def _run_command(self, event: MessageEvent, key: str, command: Command,
-                           args: str) -> None:
+                           args: str, is_admin: bool) -> None:
         target = ReplyTarget.of(event)
         ok = True
         text: str | None
         try:
-            if not command.busy_ok and self._manager.is_busy(key):
+            refused = refusal(command, event, args, is_admin=is_admin,
+                              group_commands=self._group_commands)
+            if refused is not None:
+                log.info("command_refused", command=command.name, platform=event.platform,
+                         chat_type=event.chat_type.value)
+                text = refused
+            elif not command.busy_ok and self._manager.is_busy(key):
                 text = f"⏳ The agent is working on a reply. Send /stop first, then /{command.name}."
             else:
-                text = await command.handler(CommandContext(event, key, args, self._services))
+                text = await command.handler(
+                    CommandContext(event, key, args, self._services, is_admin=is_admin))
             if text:
                 await self._delivery.notify(target, text)
         except Exception as exc:
@@ -164,6 +181,8 @@ class InboundRouter:
             item.drop("empty")
             return
         key = session_key(ev, group_sessions_per_user=self._per_user)
+        if ev.attachments and self._spaces is not None:
+            ev = await asyncio.to_thread(self._spaces.adopt_attachments, ev)
         self.routed += 1
         log.debug("inbound_routed", platform=ev.platform, event_id=ev.event_id, session_key=key)
         await self._manager.dispatch(key, ev)

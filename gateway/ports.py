@@ -45,6 +45,7 @@ __all__ = [
     "SettingsProblem",
     "TokenSettings",
     "ToolProgress",
+    "attachment_bytes",
     "lazy_factory",
 ]
 
@@ -202,6 +203,9 @@ class Capabilities:
     #: API cannot, so turns a restart interrupted are not re-run for it (nobody would get
     #: the answer; the model call would be wasted).
     push: bool = True
+    #: Its user is the operator of this machine (a terminal chat): always an admin, whatever
+    #: `gateway.admins` says.
+    operator: bool = False
 
 
 class CursorStore:
@@ -308,6 +312,8 @@ class BasePlatformAdapter(abc.ABC):
         thread_id: str | None = None,
         caption: str | None = None,
     ) -> SendResult:
+        """Send one file; its content is `attachment_bytes(attachment)` (the bytes the
+        gateway read and checked), never a fresh read of the path."""
         return SendResult.failure(ErrorKind.UNKNOWN, "media not supported")
 
     async def turn_complete(  # noqa: B027 - optional hook
@@ -346,6 +352,17 @@ class AdapterSpec(Generic[S]):
             ImportError: the platform SDK is not installed.
         """
         return self.factory(name, self.settings.coerce(settings))
+
+
+async def attachment_bytes(attachment: OutboundAttachment) -> bytes:
+    """The content to send for `attachment`: the bytes the gateway read when it checked the
+    file (`attachment.data`); the path is read (off the event loop) only for an attachment
+    built without them, e.g. by a test. Raises OSError when that read fails."""
+    if attachment.data is not None:
+        return attachment.data
+    import asyncio
+
+    return await asyncio.to_thread(Path(attachment.path).read_bytes)
 
 
 def lazy_factory(target: str) -> Callable[[str, Any], BasePlatformAdapter]:

@@ -18,6 +18,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -359,7 +360,11 @@ class GatewayRunner:
     def _start_duties(self, stack: AsyncExitStack, parts: GatewayParts) -> None:
         """Background duties of a ready gateway; each is cancelled at teardown."""
         gw = self.config.gateway
-        caches = (self.paths.cache, parts.agents.tool_output_dir)
+        spaces = parts.agents.spaces
+
+        def caches() -> list[Path]:
+            return [self.paths.cache, *spaces.tool_output_dirs()]
+
         self._duty(stack, "housekeeping", prune_forever(
             parts.store, gw.ledger_retention_days, self._clock, cache_dirs=caches,
             cache_days=gw.media.cache_retention_days))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import structlog
@@ -24,18 +25,20 @@ from gateway.commands.builtin import CommandServices, builtin_registry
 from gateway.commands.registry import CommandRegistry
 from gateway.compression.hook import CompressionService
 from gateway.config import HermesConfig
+from gateway.delivery.files import OutboundFiles
 from gateway.delivery.service import DeliveryService, ReplyTarget
 from gateway.delivery.stream import StreamSettings
+from gateway.events import Principal
 from gateway.inbound import InboundRouter
 from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
 from gateway.pipeline.authz import AccessPolicy
 from gateway.ports import BasePlatformAdapter, CursorStore, ToolProgress
+from gateway.principals import UserSpaces, audience_of
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
 from gateway.supervisor import AdapterSupervisor, SupervisorSettings
 from gateway.turns import ResetPolicy, TurnService, TurnSettings, build_turns
-from hermes_common.text import MediaPolicy
 from storage.ports import (
     CompactionCommitter,
     CursorLedger,
@@ -57,7 +60,8 @@ from storage.ports import (
 )
 from storage.types import Session
 
-__all__ = ["GatewayParts", "GatewayStore", "StoreCursors", "access_policy", "wire"]
+__all__ = ["GatewayParts", "GatewayStore", "StoreCursors", "access_policy", "outbound_files",
+           "wire"]
 
 log = structlog.get_logger("gateway.wiring")
 
@@ -109,7 +113,27 @@ def access_policy(config: HermesConfig,
     return AccessPolicy(
         per_platform={n: frozenset(s.allowed_users) for n, s in settings.items()},
         allow_all={n: s.allow_all for n, s in settings.items()},
-        global_allowed=frozenset(str(u) for u in config.gateway.allowed_users))
+        global_allowed=frozenset(str(u) for u in config.gateway.allowed_users),
+        admins={n: frozenset(ids) for n, ids in config.gateway.admins.items()})
+
+
+def outbound_files(config: HermesConfig, paths: ProfilePaths,
+                   spaces: UserSpaces) -> OutboundFiles:
+    """What a reply may attach: the chat's cached attachments, the answered user's
+    workspace, `gateway.media.allowed_dirs`; never the profile's secrets or database."""
+    media = config.gateway.media
+
+    def roots_for(platform: str, chat_id: str, user_id: str | None) -> list[Path]:
+        roots = [spaces.chat_cache(platform, chat_id)]
+        if user_id is not None:
+            roots.append(spaces.workspace(Principal(platform, user_id)))
+        return roots
+
+    root = paths.root
+    return OutboundFiles(
+        roots_for, extra_dirs=list(media.allowed_dirs),
+        protected_files=[root / n for n in (".env", "state.db", "state.db-wal", "state.db-shm")],
+        max_bytes=int(media.max_outbound_mb * 1024 * 1024))
 
 
 def wire(
@@ -142,7 +166,7 @@ def wire(
     activity = AdapterActivity(metrics)
     delivery = DeliveryService(
         adapters, store,
-        media=MediaPolicy.for_profile(paths.root, [str(d) for d in gw.media.allowed_dirs]),
+        files=outbound_files(config, paths, agents.spaces),
         stream=StreamSettings(edit_interval_s=gw.streaming.edit_interval_s,
                               enabled=gw.streaming.enabled),
         on_outbound=activity.note_outbound,
@@ -170,7 +194,8 @@ def wire(
     inbound = InboundRouter(
         store=store, adapters=adapters, delivery=delivery, manager=manager, commands=commands,
         command_services=services, policy=policy, require_mention=require_mention,
-        group_sessions_per_user=gw.group_sessions_per_user,
+        group_sessions_per_user=gw.group_sessions_per_user, group_commands=gw.group_commands,
+        spaces=agents.spaces,
     )
     supervisor = AdapterSupervisor(
         adapters, emit=inbound.emit, cache_dir=paths.cache,
@@ -196,7 +221,8 @@ def _compression(
     async def child_prompt(session: Session) -> str:
         """A compaction child's system prompt: rebuilt, so memory saved since the session
         began reaches the model now (the prompt never changes mid-session otherwise)."""
-        return await agents.system_prompt(platform_hint=format_hint(session.source))
+        return await agents.system_prompt(platform_hint=format_hint(session.source),
+                                          audience=audience_of(session))
 
     async def notify_chat(session_id: str, kind: str, text: str) -> None:
         """Tell the chat about an automatic compaction: the outcome, a failure (history is

@@ -12,7 +12,10 @@ from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr
 
-__all__ = ["IdList", "OptSecret", "SecretList", "SettingsModel", "reveal", "secret_values"]
+__all__ = [
+    "IdList", "OptSecret", "SecretList", "SettingsModel", "reveal", "secret_values",
+    "split_secrets",
+]
 
 
 class SettingsModel(BaseModel):
@@ -59,7 +62,9 @@ def _ids(value: Any) -> Any:
     return value
 
 
-def _secrets(value: Any) -> Any:
+def split_secrets(value: Any) -> Any:
+    """The `SecretList` coercion: a comma/whitespace separated string becomes a list, numbers
+    become strings, blank strings are dropped (other items are left to the field's type)."""
     value = _split(value)
     if isinstance(value, list | tuple):
         return [
@@ -73,7 +78,7 @@ def _secrets(value: Any) -> Any:
 OptSecret = Annotated[SecretStr | None, BeforeValidator(_blank_to_none)]
 """A secret string; empty or blank means unset (so `${TOKEN:-}` is simply "not configured")."""
 
-SecretList = Annotated[list[SecretStr], BeforeValidator(_secrets)]
+SecretList = Annotated[list[SecretStr], BeforeValidator(split_secrets)]
 """A list of secrets; a single comma-separated string is accepted; blank entries dropped."""
 
 IdList = Annotated[list[str], BeforeValidator(_ids)]

@@ -29,12 +29,14 @@ from storage.types import (
     PairingCode,
     SearchHit,
     Session,
+    SessionScope,
 )
 
 __all__ = [
     "StateStore",
     "SCHEMA_VERSION",
     "Session",
+    "SessionScope",
     "GuardState",
     "Lease",
     "SearchHit",

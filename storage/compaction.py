@@ -15,7 +15,7 @@ from storage.lineage import copy_active_rows
 from storage.messages import insert_rows
 from storage.sessions import ROUTING_COLUMNS, insert_session
 from storage.syncconn import Conn
-from storage.titles import next_lineage_title_on
+from storage.titles import next_lineage_title_on, scope_of
 from storage.types import Lease
 
 __all__ = ["CompactionMixin"]
@@ -67,7 +67,9 @@ class CompactionMixin(StoreBase):
             parent = await fetch_session(conn, parent_id)
             title = child_title
             if title is UNSET:
-                title = await next_lineage_title_on(conn, parent.title) if parent.title else None
+                family = await scope_of(conn, parent_id)
+                title = (await next_lineage_title_on(conn, parent.title, family)
+                         if parent.title else None)
             values: dict[str, Any] = {c: getattr(parent, c) for c in ROUTING_COLUMNS}
             values.update({c: getattr(parent, c) for c in _CARRIED})
             values.update(

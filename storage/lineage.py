@@ -6,8 +6,8 @@ from storage.base import StoreBase, fetch_session, session_from_row
 from storage.messages import insert_rows
 from storage.sessions import ROUTING_COLUMNS, insert_session
 from storage.syncconn import Conn
-from storage.titles import sanitize_title
-from storage.types import Session
+from storage.titles import sanitize_title, scope_of
+from storage.types import Session, SessionScope
 
 __all__ = ["LineageMixin", "MAX_HOPS", "copy_active_rows"]
 
@@ -104,13 +104,19 @@ class LineageMixin(StoreBase):
 
         return await self._read(fn)
 
-    async def resolve(self, title_or_id: str) -> Session | None:
-        """A session id or exact title → the tip of its compression lineage (or None)."""
+    async def resolve(
+        self, title_or_id: str, scope: SessionScope | None = None
+    ) -> Session | None:
+        """A session id or exact title → the tip of its compression lineage (or None).
+
+        With `scope`, only sessions of that scope are found (and the tip must be in it too).
+        Without, a title several scopes use resolves to the newest such session."""
+        where, extra = ("", ()) if scope is None else (" AND scope_key = ?", (scope.key,))
 
         async def fn(conn: Conn) -> Session | None:
             rows = list(
                 await conn.execute_fetchall(
-                    "SELECT id FROM sessions WHERE id = ?", (title_or_id.strip(),)
+                    f"SELECT id FROM sessions WHERE id = ?{where}", (title_or_id.strip(), *extra)
                 )
             )
             if not rows:
@@ -118,11 +124,18 @@ class LineageMixin(StoreBase):
                 if title is None:
                     return None
                 rows = list(
-                    await conn.execute_fetchall("SELECT id FROM sessions WHERE title = ?", (title,))
+                    await conn.execute_fetchall(
+                        f"SELECT id FROM sessions WHERE title = ?{where}"
+                        " ORDER BY started_at DESC, id DESC LIMIT 1",
+                        (title, *extra),
+                    )
                 )
                 if not rows:
                     return None
-            return await fetch_session(conn, await _tip_on(conn, rows[0][0]))
+            tip = await fetch_session(conn, await _tip_on(conn, rows[0][0]))
+            if scope is not None and await scope_of(conn, tip.id) != scope.key:
+                return None
+            return tip
 
         return await self._read(fn)
 

@@ -26,6 +26,7 @@ from storage.types import (
     PairingCode,
     SearchHit,
     Session,
+    SessionScope,
 )
 
 __all__ = [
@@ -65,9 +66,10 @@ class SessionReader(Protocol):
 
     async def list_sessions(
         self, *, source: str | None = None, live_only: bool = False,
-        include_archived: bool = True, limit: int = 50,
+        include_archived: bool = True, limit: int = 50, scope: SessionScope | None = None,
     ) -> list[Session]:
-        """Sessions newest first (by `started_at`)."""
+        """Sessions newest first (by `started_at`); with `scope`, only that scope's (filtered
+        before the limit). Without, every session (the operator's view)."""
         ...
 
     async def find_by_session_key(self, session_key: str) -> Session | None:
@@ -96,8 +98,8 @@ class SessionWriter(Protocol):
         ...
 
     async def set_title(self, session_id: str, title: str | None) -> str | None:
-        """Set (or clear with None/blank) the title; returns the stored title. Raises
-        `TitleInUseError` / `InvalidTitleError`."""
+        """Set (or clear with None/blank) the title; returns the stored title. Titles are
+        unique within a `SessionScope`. Raises `TitleInUseError` / `InvalidTitleError`."""
         ...
 
     async def update_session(self, session_id: str, **fields: Any) -> None:
@@ -181,13 +183,17 @@ class LineageStore(Protocol):
 
     async def tip(self, session_id: str) -> str: ...
 
-    async def resolve(self, title_or_id: str) -> Session | None:
-        """A session id or exact title → the tip of its compression lineage (or None)."""
+    async def resolve(
+        self, title_or_id: str, scope: SessionScope | None = None
+    ) -> Session | None:
+        """A session id or exact title → the tip of its compression lineage (or None). With
+        `scope`, sessions outside it are not found (None, as for an unknown name)."""
         ...
 
     async def branch(self, session_id: str, title: str | None = None) -> Session: ...
 
-    async def next_lineage_title(self, title: str) -> str: ...
+    async def next_lineage_title(self, title: str, scope: SessionScope | None = None) -> str:
+        ...
 
 
 class SearchIndex(Protocol):
@@ -196,7 +202,11 @@ class SearchIndex(Protocol):
     async def search(
         self, query: object, *, limit: int = 20, source: str | None = None,
         session_id: str | None = None, roles: Sequence[str] | None = None,
-    ) -> list[SearchHit]: ...
+        scope: SessionScope | None = None,
+    ) -> list[SearchHit]:
+        """With `scope`, only messages of that scope's sessions, filtered in the query
+        (before ranking and the limit). Without, every session (the operator's view)."""
+        ...
 
 
 class HistoryReader(SessionReader, MessageLog, LineageStore, SearchIndex, Protocol):

@@ -18,7 +18,7 @@ from storage.codec import preview
 from storage.fts_query import ParsedQuery, parse_query
 from storage.snippets import make_snippet, term_patterns
 from storage.syncconn import Conn
-from storage.types import MessagePreview, SearchHit
+from storage.types import MessagePreview, SearchHit, SessionScope
 
 __all__ = ["SearchMixin", "CANDIDATES", "PROBE", "HIGHLIGHT"]
 
@@ -30,9 +30,14 @@ _VISIBLE = "(m.active = 1 OR m.compacted = 1)"
 
 
 def _filters(
-    source: str | None, session_id: str | None, roles: Sequence[str] | None
+    source: str | None, session_id: str | None, roles: Sequence[str] | None,
+    scope: SessionScope | None = None,
 ) -> tuple[str, list[Any]]:
-    sql, params = "", []
+    sql: str = ""
+    params: list[Any] = []
+    if scope is not None:
+        sql += " AND m.session_id IN (SELECT id FROM sessions WHERE scope_key = ?)"
+        params.append(scope.key)
     if session_id is not None:
         sql += " AND m.session_id = ?"
         params.append(session_id)
@@ -58,15 +63,27 @@ async def _ranked(
     BM25 needs each term's document frequency, which FTS5 computes by walking the term's
     whole doclist; so a query matching `PROBE` rows or more (its terms carry little
     information at that point) skips BM25 and returns the newest matches. Otherwise BM25
-    ranks the newest `CANDIDATES` matches.
+    ranks the newest `CANDIDATES` matches. With filters (a scope, a session, roles) the
+    probe counts only matches that pass them.
     """
     where, params = filters
-    probe = list(
-        await conn.execute_fetchall(
-            f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT {PROBE}",
-            (expr,),
+    if where:  # the newest matches *that pass the filters*: others' rows never crowd them out
+        probe = list(
+            await conn.execute_fetchall(
+                f"SELECT {table}.rowid FROM {table} JOIN messages m ON m.id = {table}.rowid"
+                f" WHERE {table} MATCH ? AND {_VISIBLE}{where}"
+                f" ORDER BY {table}.rowid DESC LIMIT {PROBE}",
+                (expr, *params),
+            )
         )
-    )
+    else:
+        probe = list(
+            await conn.execute_fetchall(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC"
+                f" LIMIT {PROBE}",
+                (expr,),
+            )
+        )
     if not probe:
         return []
     if len(probe) >= PROBE:
@@ -95,18 +112,28 @@ async def _like(
     pq: ParsedQuery,
     filters: tuple[str, list[Any]],
     limit: int,
+    scope: SessionScope | None,
 ) -> list[tuple[int, float]]:
     """Short CJK terms the trigram index cannot look up: a bounded newest-first scan of
-    non-tool rows (the same rows the trigram index covers)."""
+    non-tool rows (the same rows the trigram index covers): the newest `LIKE_SCAN_ROWS`
+    messages of the scope, or of the whole store without one."""
     where, params = filters
     conds = " AND ".join("m.content LIKE ? ESCAPE '\\'" for _ in pq.terms)
     likes = [f"%{_like_escape(t.text)}%" for t in pq.terms]
+    if scope is None:
+        window = "m.id > (SELECT COALESCE(MAX(id), 0) - ? FROM messages)"
+        window_params: list[Any] = [LIKE_SCAN_ROWS]
+    else:
+        window = (
+            "m.id IN (SELECT id FROM messages WHERE session_id IN"
+            " (SELECT id FROM sessions WHERE scope_key = ?) ORDER BY id DESC LIMIT ?)"
+        )
+        window_params = [scope.key, LIKE_SCAN_ROWS]
     rows = await conn.execute_fetchall(
-        "SELECT m.id FROM messages m"
-        " WHERE m.id > (SELECT COALESCE(MAX(id), 0) - ? FROM messages)"
+        f"SELECT m.id FROM messages m WHERE {window}"
         f" AND m.role <> 'tool' AND {_VISIBLE} AND {conds}{where}"
         " ORDER BY m.id DESC LIMIT ?",
-        (LIKE_SCAN_ROWS, *likes, *params, limit),
+        (*window_params, *likes, *params, limit),
     )
     return [(r[0], 0.0) for r in rows]
 
@@ -172,8 +199,11 @@ class SearchMixin(StoreBase):
         source: str | None = None,
         session_id: str | None = None,
         roles: Sequence[str] | None = None,
+        scope: SessionScope | None = None,
     ) -> list[SearchHit]:
-        """Search visible messages (active or compaction-archived; rewound rows are hidden).
+        """Search visible messages (active or compaction-archived; rewound rows are hidden),
+        only those of sessions in `scope` when given (filtered in SQL before ranking and
+        limits, so a scope's own hits are never hidden behind others').
 
         Words go to the unicode61 index (BM25, best first); CJK text, and substrings of 3+
         characters when the word index finds nothing, go to the trigram index (user and
@@ -185,7 +215,7 @@ class SearchMixin(StoreBase):
         if pq.empty:
             return []
         limit = max(1, min(int(limit), 200))
-        filters = _filters(source, session_id, roles)
+        filters = _filters(source, session_id, roles, scope)
 
         async def fn(conn: Conn) -> list[SearchHit]:
             found: list[tuple[int, float, bool]] = []
@@ -199,7 +229,7 @@ class SearchMixin(StoreBase):
                 )
                 found += [(i, r, True) for i, r in subs]
             elif pq.cjk and not pq.trigram_ok:
-                found = [(i, r, True) for i, r in await _like(conn, pq, filters, limit)]
+                found = [(i, r, True) for i, r in await _like(conn, pq, filters, limit, scope)]
             if not found:
                 return []
             return await _context(conn, found, pq)

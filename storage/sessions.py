@@ -9,7 +9,7 @@ from storage.codec import new_session_id, scrub
 from storage.errors import SessionNotFoundError, TitleInUseError
 from storage.syncconn import Conn
 from storage.titles import next_lineage_title_on, sanitize_title
-from storage.types import GuardState, Session
+from storage.types import GuardState, Session, SessionScope
 
 __all__ = ["SessionsMixin", "ROUTING_COLUMNS", "EDITABLE_COLUMNS"]
 
@@ -50,23 +50,24 @@ async def insert_session(
 ) -> str:
     """Insert a session row through `conn` (inside the caller's transaction); returns the id.
 
-    Raises `TitleInUseError` when the title is taken.
+    Raises `TitleInUseError` when another session of the same scope has the title.
     """
     sid = values.get("id") or new_session_id(now)
     row = {k: v for k, v in values.items() if v is not None and k != "id"}
     row.setdefault("started_at", now)
     row.setdefault("last_activity", row["started_at"])
     title = sanitize_title(row.pop("title", None))
-    if title is not None:
-        await _claim_title(conn, sid, title, allow_ancestor=False)
-        row["title"] = title
     cols = ["id", *row]
     params = [sid, *(scrub(v) if isinstance(v, str) else v for v in row.values())]
-    await conn.execute(
+    cur = await conn.execute(
         f"INSERT INTO sessions ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
         " ON CONFLICT(id) DO NOTHING",
         params,
     )
+    if title is not None and cur.rowcount == 1:
+        # Claimed once the row (and so its scope) exists; a conflict undoes the insert.
+        await _claim_title(conn, sid, title, allow_ancestor=False)
+        await conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, sid))
     return sid
 
 
@@ -97,7 +98,9 @@ async def _claim_title(
 ) -> None:
     rows = list(
         await conn.execute_fetchall(
-            "SELECT id FROM sessions WHERE title = ? AND id <> ?", (title, session_id)
+            "SELECT id FROM sessions WHERE title = ? AND id <> ? AND COALESCE(scope_key, '')"
+            " = (SELECT COALESCE(scope_key, '') FROM sessions WHERE id = ?)",
+            (title, session_id, session_id),
         )
     )
     if not rows:
@@ -161,9 +164,14 @@ class SessionsMixin(StoreBase):
         live_only: bool = False,
         include_archived: bool = True,
         limit: int = 50,
+        scope: SessionScope | None = None,
     ) -> list[Session]:
-        """Sessions newest first (by `started_at`)."""
-        where, params = ["1=1"], []
+        """Sessions newest first (by `started_at`); only those of `scope` when given."""
+        where: list[str] = ["1=1"]
+        params: list[Any] = []
+        if scope is not None:
+            where.append("scope_key = ?")
+            params.append(scope.key)
         if source is not None:
             where.append("source = ?")
             params.append(source)
@@ -216,9 +224,10 @@ class SessionsMixin(StoreBase):
     async def set_title(self, session_id: str, title: str | None) -> str | None:
         """Set (or clear, with None/blank) a session's title; returns the stored title.
 
-        Raises `TitleInUseError` naming the other session, unless that session is a
-        compression ancestor (then the title moves here); `InvalidTitleError` above 100
-        characters; `SessionNotFoundError`.
+        Titles are unique within a scope (`SessionScope`). Raises `TitleInUseError` naming
+        the other session of the same scope, unless that session is a compression ancestor
+        (then the title moves here); `InvalidTitleError` above 100 characters;
+        `SessionNotFoundError`.
         """
         clean = sanitize_title(title)
 
@@ -231,12 +240,13 @@ class SessionsMixin(StoreBase):
 
         return await self._write(op)
 
-    async def next_lineage_title(self, title: str) -> str:
-        """"Fix CI" → "Fix CI #2" → "Fix CI #3" (next free number of the family)."""
+    async def next_lineage_title(self, title: str, scope: SessionScope | None = None) -> str:
+        """"Fix CI" → "Fix CI #2" → "Fix CI #3" (next free number of the family within
+        `scope`; None = sessions that have no scope)."""
         clean = sanitize_title(title) or ""
 
         async def fn(conn: Conn) -> str:
-            return await next_lineage_title_on(conn, clean)
+            return await next_lineage_title_on(conn, clean, scope.key if scope else None)
 
         return await self._read(fn)
 

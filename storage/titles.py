@@ -8,7 +8,9 @@ import unicodedata
 from storage.errors import InvalidTitleError
 from storage.syncconn import Conn
 
-__all__ = ["MAX_TITLE_LEN", "sanitize_title", "split_number", "next_lineage_title_on"]
+__all__ = [
+    "MAX_TITLE_LEN", "sanitize_title", "split_number", "next_lineage_title_on", "scope_of",
+]
 
 MAX_TITLE_LEN = 100
 _NUMBERED = re.compile(r"^(.*?) #(\d+)$")
@@ -46,12 +48,14 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-async def next_lineage_title_on(conn: Conn, title: str) -> str:
-    """The next free numbered title of `title`'s family, read through `conn`."""
+async def next_lineage_title_on(conn: Conn, title: str, scope_key: str | None) -> str:
+    """The next free numbered title of `title`'s family within the scope `scope_key`
+    (titles are unique per scope; None = sessions without a scope), read through `conn`."""
     base, _ = split_number(title)
     rows = await conn.execute_fetchall(
-        "SELECT title FROM sessions WHERE title = ? OR title LIKE ? ESCAPE '\\'",
-        (base, _like_escape(base) + " #%"),
+        "SELECT title FROM sessions WHERE (title = ? OR title LIKE ? ESCAPE '\\')"
+        " AND COALESCE(scope_key, '') = COALESCE(?, '')",
+        (base, _like_escape(base) + " #%", scope_key),
     )
     highest = 0
     for row in rows:
@@ -61,3 +65,11 @@ async def next_lineage_title_on(conn: Conn, title: str) -> str:
     if highest == 0:
         return base
     return f"{base} #{max(1, highest) + 1}"
+
+
+async def scope_of(conn: Conn, session_id: str) -> str | None:
+    """The stored `scope_key` of a session (None when it has none or does not exist)."""
+    rows = list(
+        await conn.execute_fetchall("SELECT scope_key FROM sessions WHERE id = ?", (session_id,))
+    )
+    return rows[0][0] if rows else None

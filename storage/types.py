@@ -8,6 +8,7 @@ from typing import Any, Literal, TypeVar
 
 __all__ = [
     "Session",
+    "SessionScope",
     "GuardState",
     "Lease",
     "SearchHit",
@@ -79,6 +80,34 @@ class Session:
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionScope:
+    """The sessions one viewer may see: those whose `scope_key` equals `key`.
+
+    A direct chat's sessions belong to its user, any other chat's sessions to that chat
+    (the generated column of schema v5 computes the same key for every stored session).
+    Build one with `direct`, `chat` or `of`; ports that take `scope=None` apply no filter
+    (the operator's view)."""
+
+    key: str
+
+    @classmethod
+    def direct(cls, source: str, user_id: str) -> SessionScope:
+        """Every direct-chat session of the user `user_id` on `source`."""
+        return cls(f"u:{len(source)}:{source}:{user_id}")
+
+    @classmethod
+    def chat(cls, source: str, chat_id: str) -> SessionScope:
+        """Every session of the (group, channel, thread) chat `chat_id` on `source`."""
+        return cls(f"c:{len(source)}:{source}:{chat_id}")
+
+    @classmethod
+    def of(cls, source: str, chat_type: str, chat_id: str, user_id: str) -> SessionScope:
+        """The scope a message in this chat sees: its user's direct chats in a direct chat,
+        else the chat's sessions."""
+        return cls.direct(source, user_id) if chat_type == "dm" else cls.chat(source, chat_id)
 
 
 @dataclass(frozen=True, slots=True)

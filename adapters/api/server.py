@@ -2,17 +2,19 @@
 
 Routes: `POST /v1/chat/completions` and `GET /v1/models`, both behind a bearer key.
 
-- Session (the gateway chat id): the request's `user` field, else the `X-Hermes-Session`
-  header, else `default:<key id>`, one default session per API key.
+- Principal: every key is one (`ApiSettings.principals`): a `{name, key}` entry is `name`, a
+  bare key `key:<12 hex digits of its SHA-256>`; it is the user id of the events, and the key
+  never leaves this module.
+- Session: the request's `user` field, else the `X-Hermes-Session` header, else `default`.
+  The gateway chat id is `<principal>:<session>`, so a key can only ever reach its own
+  sessions, whatever name it sends.
 - Event id (durable dedup): the `X-Hermes-Event-Id` or `Idempotency-Key` header, else a fresh
-  uuid, always prefixed with the key id so keys cannot collide. A retry with the id of a turn
+  uuid, always prefixed with the principal so keys cannot collide. A retry with the id of a turn
   this process still remembers (open, or one of the last 256 finished) attaches to that turn and
   gets its outcome; an id the gateway already recorded but this process does not know (e.g.
   after a restart) is answered 409 `duplicate_event`.
 - Response headers `X-Hermes-Session` and `X-Hermes-Event-Id` tell the client which session
   and event id were used (percent-encoded when not plain ASCII).
-- User id: `key:<key id>` where the key id is 12 hex digits of the key's SHA-256; the key never
-  leaves this module. All keys are equal: any key may address any session.
 
 Status codes (OpenAI-style `{"error": {...}}` bodies): 400 bad JSON / no user message text /
 bad session or event id, 401 missing or unknown key (also when no keys are configured), 409
@@ -58,11 +60,8 @@ __all__ = ["SESSION_HEADER", "EVENT_ID_HEADERS", "ApiServer"]
 SESSION_HEADER = "X-Hermes-Session"
 EVENT_ID_HEADERS = ("X-Hermes-Event-Id", "Idempotency-Key")
 _MAX_ID_LEN = 256
+DEFAULT_SESSION = "default"
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def _key_id(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def _json_error(status: int, message: str, **kw: Any) -> web.Response:
@@ -81,7 +80,8 @@ class ApiServer:
         self._turns = turns
         self._ctx = ctx
         self._plain_keys = settings.keys()
-        self._keys = [(hashlib.sha256(k.encode()).digest(), _key_id(k)) for k in self._plain_keys]
+        self._keys = [(hashlib.sha256(k.encode()).digest(), principal)
+                      for principal, k in settings.principals()]
 
     def build_app(self) -> web.Application:
         app = web.Application(
@@ -110,15 +110,15 @@ class ApiServer:
             return _json_error(500, "internal server error", type_="server_error")
 
     def _authenticate(self, request: web.Request) -> str | None:
-        """The key id of a valid bearer key, else None (constant time over all keys)."""
+        """The principal of a valid bearer key, else None (constant time over all keys)."""
         scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():
             return None
         digest = hashlib.sha256(presented.strip().encode()).digest()
         found: str | None = None
-        for key_digest, key_id in self._keys:
+        for key_digest, principal in self._keys:
             if hmac.compare_digest(digest, key_digest):
-                found = key_id
+                found = principal
         return found
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
@@ -127,8 +127,8 @@ class ApiServer:
         return web.json_response(models_body(self._settings.model_name))
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        key_id = self._authenticate(request)
-        if key_id is None:
+        principal = self._authenticate(request)
+        if principal is None:
             return _unauthorized()
         try:
             body = json.loads(await request.read())
@@ -143,16 +143,17 @@ class ApiServer:
             )
         except RequestError as exc:
             return _json_error(400, exc.message, param=exc.param)
-        session = session or f"default:{key_id}"
-        event_id = f"{key_id}:{client_event or uuid.uuid4().hex}"
+        session = session or DEFAULT_SESSION
+        chat_id = f"{principal}:{session}"
+        event_id = f"{principal}:{client_event or uuid.uuid4().hex}"
         self._turns.prune(max_age_s=2 * self._settings.turn_timeout_s)
 
         turn = self._turns.get(event_id)
-        if turn is not None and turn.chat_id != session:
+        if turn is not None and turn.chat_id != chat_id:
             return _json_error(409, "this event id belongs to another session", code="conflict")
         if turn is None:
-            turn = self._turns.open(event_id, session)
-            refusal = await self._emit(turn, key_id, chat.text)
+            turn = self._turns.open(event_id, chat_id)
+            refusal = await self._emit(turn, principal, chat.text)
             if refusal is not None:
                 return refusal
         response_headers = {
@@ -168,13 +169,13 @@ class ApiServer:
         finally:
             turn.listeners -= 1
 
-    async def _emit(self, turn: Turn, key_id: str, text: str) -> web.Response | None:
+    async def _emit(self, turn: Turn, principal: str, text: str) -> web.Response | None:
         event = MessageEvent(
             platform=self._platform,
             event_id=turn.event_id,
             chat_id=turn.chat_id,
             chat_type=ChatType.DM,
-            user=UserRef(id=f"key:{key_id}", name=f"api key {key_id}"),
+            user=UserRef(id=principal, name=principal),
             text=text,
             message_id=turn.event_id,
         )

@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+import hashlib
+from typing import Annotated
+
+from pydantic import BeforeValidator, Field, SecretStr
 
 from gateway.ports import PlatformSettings, SettingsProblem, ToolProgress
-from hermes_common.settings import SecretList
+from hermes_common.settings import SettingsModel, split_secrets
 
-__all__ = ["ApiSettings"]
+__all__ = ["ApiKey", "ApiSettings", "key_principal"]
+
+
+def key_principal(key: str) -> str:
+    """The principal (user id) of a key given without a name: `key:` and 12 hex digits of
+    its SHA-256. Stable across restarts; reveals nothing usable about the key."""
+    return "key:" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+class ApiKey(SettingsModel):
+    """One named API key: a principal of its own (its sessions, memory and workspace)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    """The principal's name: the user id of its sessions, and what `gateway.admins.api`
+    lists (letters, digits, `.`, `_`, `-`; up to 64)."""
+    key: SecretStr
+    """The bearer key."""
+
+
+ApiKeyList = Annotated[list[ApiKey | SecretStr], BeforeValidator(split_secrets)]
 
 
 class ApiSettings(PlatformSettings):
@@ -18,9 +40,10 @@ class ApiSettings(PlatformSettings):
     """Bind address."""
     port: int = Field(default=8642, ge=0, le=65535)
     """Port (`0` picks a free one)."""
-    api_keys: SecretList = Field(default_factory=list)
-    """Accepted bearer keys; other requests get 401. Enabled with no keys is an error unless
-    `allow_all: true`."""
+    api_keys: ApiKeyList = Field(default_factory=list)
+    """Accepted bearer keys: `{name, key}` entries, or bare keys (each its own principal,
+    named `key:` + a short hash of it); other requests get 401. Each key reaches only its
+    own sessions. Enabled with no keys is an error unless `allow_all: true`."""
     model_name: str = "hermes-agent"
     """The model name `/v1/models` lists and completions report."""
     turn_timeout_s: float = Field(default=600.0, gt=0)
@@ -33,9 +56,23 @@ class ApiSettings(PlatformSettings):
     tool_progress: ToolProgress | None = "off"
     """HTTP clients get the reply text only (no tool-progress lines) unless set."""
 
+    def principals(self) -> tuple[tuple[str, str], ...]:
+        """(principal, plain key) of every configured key, blank keys left out."""
+        out: list[tuple[str, str]] = []
+        for entry in self.api_keys:
+            if isinstance(entry, ApiKey):
+                key = entry.key.get_secret_value().strip()
+                if key:
+                    out.append((entry.name, key))
+            else:
+                key = entry.get_secret_value().strip()
+                if key:
+                    out.append((key_principal(key), key))
+        return tuple(out)
+
     def keys(self) -> tuple[str, ...]:
         """The plain bearer keys, blank ones left out."""
-        return tuple(k for k in (s.get_secret_value().strip() for s in self.api_keys) if k)
+        return tuple(key for _, key in self.principals())
 
     def problems(self) -> list[SettingsProblem]:
         out = super().problems()
@@ -43,4 +80,10 @@ class ApiSettings(PlatformSettings):
             out.append(SettingsProblem(
                 "api_keys",
                 "empty: the API would be open to anyone; add keys or set allow_all: true"))
+        names = [name for name, _ in self.principals()]
+        if len(set(names)) != len(names):
+            out.append(SettingsProblem("api_keys", "two keys have the same name"))
+        keys = self.keys()
+        if len(set(keys)) != len(keys):
+            out.append(SettingsProblem("api_keys", "the same key is listed twice"))
         return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from gateway.ports import (
     Identity,
     RateProfile,
     RateWindow,
+    attachment_bytes,
 )
 
 __all__ = ["MAX_MESSAGE_LENGTH", "RATE_PROFILE", "DiscordAdapter"]
@@ -223,7 +225,7 @@ class DiscordAdapter(BasePlatformAdapter):
                     int(message.reply_to)
                 ).to_reference(fail_if_not_exists=False)
             if message.attachments:
-                options["files"] = [await _file(a.path) for a in message.attachments]
+                options["files"] = [await _file(a) for a in message.attachments]
             sent = await channel.send(content=message.text or None, **options)
             self._log.remember(str(sent.id), target, own=True)
             return SendResult.success(str(sent.id))
@@ -269,7 +271,7 @@ class DiscordAdapter(BasePlatformAdapter):
     ) -> SendResult:
         target = thread_id or chat_id
         try:
-            file = await _file(attachment.path)
+            file = await _file(attachment)
         except OSError as exc:
             return SendResult.failure(ErrorKind.UNKNOWN, f"cannot read attachment: {exc.strerror}")
 
@@ -291,6 +293,8 @@ class DiscordAdapter(BasePlatformAdapter):
         self._commands = list(commands)
 
 
-async def _file(path: str) -> discord.File:
-    """Open `path` off the event loop. Raises `OSError` when it cannot be read."""
-    return await asyncio.to_thread(discord.File, path, filename=Path(path).name)
+async def _file(attachment: OutboundAttachment) -> discord.File:
+    """The attachment's checked bytes as a `discord.File`. Raises `OSError` when they cannot
+    be read."""
+    data = await attachment_bytes(attachment)
+    return discord.File(io.BytesIO(data), filename=Path(attachment.path).name)

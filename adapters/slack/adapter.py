@@ -39,6 +39,7 @@ from gateway.ports import (
     Capabilities,
     Identity,
     RateProfile,
+    attachment_bytes,
 )
 from hermes_common.waits import relay
 
@@ -379,7 +380,8 @@ class SlackAdapter(BasePlatformAdapter):
         if self._web is None:
             return SendResult.failure(ErrorKind.TRANSIENT, "slack adapter not started")
         try:
-            file_id = await upload_file(self._web, channel=chat_id, path=Path(attachment.path),
+            file_id = await upload_file(self._web, channel=chat_id, name=Path(attachment.path).name,
+                                        data=await attachment_bytes(attachment),
                                         thread_ts=thread_id, caption=caption)
         except OSError:
             return SendResult.failure(ErrorKind.UNKNOWN, "attachment could not be read")

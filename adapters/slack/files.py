@@ -125,15 +125,15 @@ async def upload_file(
     client: AsyncWebClient,
     *,
     channel: str,
-    path: Path,
+    name: str,
+    data: bytes,
     thread_ts: str | None,
     caption: str | None,
 ) -> str:
-    """Upload through the v2 flow (getUploadURLExternal → upload → completeUploadExternal);
-    returns the file id. Raises what the SDK raises (`SlackApiError`, `OSError`, …)."""
-    data = await asyncio.to_thread(path.read_bytes)
-    kwargs: dict[str, Any] = {"channel": channel, "file": data, "filename": path.name,
-                              "title": path.name}
+    """Upload `data` as the file `name` through the v2 flow (getUploadURLExternal → upload →
+    completeUploadExternal); returns the file id. Raises what the SDK raises."""
+    kwargs: dict[str, Any] = {"channel": channel, "file": data, "filename": name,
+                              "title": name}
     if thread_ts:
         kwargs["thread_ts"] = thread_ts
     if caption:

@@ -19,6 +19,7 @@ from telegram.request import HTTPXRequest
 from adapters.telegram.errors import classify
 from adapters.telegram.settings import TelegramSettings
 from gateway.events import ErrorKind, OutboundAttachment, OutboundMessage, SendResult
+from gateway.ports import attachment_bytes
 from hermes_common.text import utf16_length
 
 __all__ = ["GENERAL_TOPIC_ID", "Outbound", "build_bot", "close_requests", "thread_param"]
@@ -165,7 +166,7 @@ class Outbound:
                          thread_id: str | None, caption: str | None) -> SendResult:
         path = Path(attachment.path)
         try:
-            data = await asyncio.to_thread(path.read_bytes)
+            data = await attachment_bytes(attachment)
         except OSError as exc:
             return SendResult.failure(ErrorKind.UNKNOWN, f"cannot read {path.name}: {exc.strerror}")
         method = self._method_for(attachment, path, len(data))

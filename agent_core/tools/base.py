@@ -46,10 +46,14 @@ class ToolOutcome:
 
 @dataclass(slots=True)
 class ToolContext:
-    """What a running tool may use. Built once per turn by whoever runs the agent."""
+    """What a running tool may use. Built once per turn by whoever runs the agent, for the
+    user the turn acts for: `workspace` is the file tools' root, `memory_dir` holds the
+    `MEMORY.md` and `user_dir` the `USER.md` the memory tool edits."""
 
     workspace: Path
     memory_dir: Path | None = None
+    #: Where the user's `USER.md` lives (None: beside `MEMORY.md` in `memory_dir`).
+    user_dir: Path | None = None
     output_dir: Path | None = None
     ports: AgentPorts = field(default_factory=AgentPorts)
     interrupt: InterruptSignal = field(default_factory=InterruptSignal)

@@ -6,11 +6,21 @@ import datetime as dt
 import shlex
 
 from gateway.commands.context import CommandContext, CommandServices
-from gateway.commands.registry import Command, CommandRegistry
+from gateway.commands.registry import Access, Command, CommandRegistry
+from gateway.principals import folder_name
+from storage.errors import TitleInUseError
 
 __all__ = ["CommandServices", "builtin_registry"]
 
 BUSY_REFUSAL = "⏳ The agent is working on a reply. Send /stop first, then /{name}."
+
+
+def _title_problem(exc: ValueError, title: str) -> str:
+    """A title error in words that name no other session (titles are unique per scope, so
+    the clash is with a session the user can see anyway; its id is still not shown)."""
+    if isinstance(exc, TitleInUseError):
+        return f"another session here is already called “{exc.title}”"
+    return str(exc) or f"“{title}” cannot be used as a title"
 
 
 async def _help(c: CommandContext) -> str:
@@ -38,7 +48,7 @@ async def _new(c: CommandContext) -> str:
         session = await svc.sessions.new_session(c.key, c.event, title=title)
     except ValueError as exc:  # title in use / invalid
         session = await svc.sessions.new_session(c.key, c.event)
-        return f"✨ New session started ({exc}; untitled)."
+        return f"✨ New session started ({_title_problem(exc, title or '')}; untitled)."
     named = f" “{session.title}”" if session.title else ""
     return f"✨ New session{named} started."
 
@@ -130,7 +140,7 @@ async def _branch(c: CommandContext) -> str:
     try:
         child = await svc.store.branch(s.id, c.args.strip() or None)
     except ValueError as exc:
-        return f"Could not branch: {exc}"
+        return f"Could not branch: {_title_problem(exc, c.args.strip())}."
     await svc.store.end_session(s.id, "branched")
     return (f"🌿 Branched into {child.id}" + (f" “{child.title}”" if child.title else "")
             + f". Send /resume {s.id} to go back.")
@@ -146,21 +156,20 @@ async def _title(c: CommandContext) -> str:
     try:
         title = await c.services.store.set_title(s.id, name)
     except ValueError as exc:
-        return f"Could not set the title: {exc}"
+        return f"Could not set the title: {_title_problem(exc, name)}."
     return f"🏷 Title set: {title}"
 
 
 async def _sessions(c: CommandContext) -> str:
-    store = c.services.store
-    rows = [s for s in await store.list_sessions(source=c.event.platform, limit=200)
-            if s.session_key == c.key][:10]
+    rows = await c.services.store.list_sessions(scope=c.scope, limit=10)
     if not rows:
-        return "No sessions in this chat yet."
+        return "No sessions here yet."
     lines = ["Recent sessions (newest first):"]
     for s in rows:
         when = dt.datetime.fromtimestamp(s.started_at).strftime("%Y-%m-%d %H:%M")
         state = "live" if s.ended_at is None else (s.end_reason or "ended")
-        lines.append(f"• {s.title or '(untitled)'} — {s.id} — {when} — {state}")
+        here = " (current)" if s.ended_at is None and s.session_key == c.key else ""
+        lines.append(f"• {s.title or '(untitled)'} — {s.id} — {when} — {state}{here}")
     lines.append("Send /resume <title or id> to switch.")
     return "\n".join(lines)
 
@@ -170,9 +179,9 @@ async def _resume(c: CommandContext) -> str:
     target_name = c.args.strip()
     if not target_name:
         return "Usage: /resume <title or id>"
-    target = await svc.store.resolve(target_name)
+    target = await svc.store.resolve(target_name, scope=c.scope)
     if target is None:
-        return f"No session called “{target_name}”."
+        return f"No session called “{target_name}” here. /sessions lists the ones you can resume."
     current = await c.session()
     if current is not None and current.id == target.id:
         return "That is already the current session."
@@ -189,26 +198,31 @@ async def _whoami(c: CommandContext) -> str:
     ev = c.event
     listed = c.services.policy.is_listed(ev.platform, ev.user.id)
     how = "allow-list" if listed else "paired or API key"
+    role = "admin" if c.is_admin else "member"
     return (f"You are {ev.user.name or ev.user.id} (id {ev.user.id}) on {ev.platform}.\n"
             f"Chat: {ev.chat_id} ({ev.chat_type.value})"
             + (f", thread {ev.thread_id}" if ev.thread_id else "")
-            + f"\nAuthorized by: {how}")
+            + f"\nAuthorized by: {how}\nRole: {role}"
+            + f"\nYour folder: users/{folder_name(ev.platform, ev.user.id)}")
 
 
 def builtin_registry() -> CommandRegistry:
     reg = CommandRegistry([
         Command("help", "Show the commands", _help, busy_ok=True),
         Command("new", "Start a new session", _new, aliases=("reset",), args="[title]",
-                busy_ok=True),
+                busy_ok=True, access=Access.GROUP),
         Command("stop", "Stop the current answer", _stop, busy_ok=True),
         Command("status", "Session, model, tokens and compressions", _status, busy_ok=True),
         Command("compress", "Compress the conversation now", _compress,
-                args="[here N] [--preview] [focus…]"),
-        Command("undo", "Remove the last N turns", _undo, args="[N]"),
-        Command("branch", "Fork a new session from here", _branch, args="[name]"),
-        Command("title", "Show or set the session title", _title, args="[name]", busy_ok=True),
-        Command("sessions", "List this chat's sessions", _sessions, busy_ok=True),
-        Command("resume", "Switch to another session", _resume, args="<title|id>"),
+                args="[here N] [--preview] [focus…]", access=Access.GROUP),
+        Command("undo", "Remove the last N turns", _undo, args="[N]", access=Access.GROUP),
+        Command("branch", "Fork a new session from here", _branch, args="[name]",
+                access=Access.GROUP),
+        Command("title", "Show or set the session title", _title, args="[name]", busy_ok=True,
+                access=Access.GROUP, reads_without_args=True),
+        Command("sessions", "List the sessions you can resume here", _sessions, busy_ok=True),
+        Command("resume", "Switch to another session", _resume, args="<title|id>",
+                access=Access.GROUP),
         Command("whoami", "Who the bot thinks you are", _whoami, busy_ok=True),
     ])
     return reg

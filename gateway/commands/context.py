@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Protocol
 from gateway.compression.outcome import JobOutcome
 from gateway.events import MessageEvent
 from gateway.pipeline.authz import AccessPolicy
+from gateway.principals import scope_of_event
 from storage.ports import LineageStore, MessageLog, SessionReader, SessionWriter
-from storage.types import Session
+from storage.types import Session, SessionScope
 
 if TYPE_CHECKING:
     from gateway.commands.registry import CommandRegistry
@@ -55,6 +56,13 @@ class CommandContext:
     key: str
     args: str
     services: CommandServices
+    is_admin: bool = False
+
+    @property
+    def scope(self) -> SessionScope:
+        """The sessions the sender may see and address from this chat (their own direct
+        chats' in a direct chat, the chat's in a group); nothing outside it is ever named."""
+        return scope_of_event(self.event)
 
     async def session(self) -> Session | None:
         """The chat's live session, or None when it has none yet."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gateway.commands.context import CommandContext
 
-__all__ = ["Command", "CommandRegistry", "ParsedCommand", "parse_command"]
+__all__ = ["Access", "Command", "CommandRegistry", "ParsedCommand", "parse_command"]
 
 Handler = Callable[["CommandContext"], Awaitable[str | None]]
 
@@ -43,13 +44,26 @@ def parse_command(text: str, *, bot_username: str | None = None) -> ParsedComman
     return ParsedCommand(name=name.lower(), args=rest.strip(), raw=stripped)
 
 
+class Access(StrEnum):
+    """Who may use a command (enforced by the inbound command lane, `gateway.commands.access`).
+
+    `everyone`: any user who reaches the bot. `group`: it changes the chat's conversation, so
+    in a group only an admin may use it, unless `gateway.group_commands: everyone`; in a
+    direct chat the user's own conversation is theirs. `admin`: admins only, everywhere.
+    Admins are `gateway.admins` plus the operator's own terminal."""
+
+    EVERYONE = "everyone"
+    GROUP = "group"
+    ADMIN = "admin"
+
+
 @dataclass(frozen=True, slots=True)
 class Command:
     """One slash command.
 
     `busy_ok`: may run while the session's agent is working (otherwise the user is told to
-    wait or /stop). `admin_only`: only users in the platform's allow-list (not merely paired)
-    may run it.
+    wait or /stop). `access`: who may use it. `reads_without_args`: used bare the command only
+    shows something (`/title`), so anyone may use it that way.
     """
 
     name: str
@@ -58,7 +72,8 @@ class Command:
     aliases: tuple[str, ...] = ()
     args: str = ""
     busy_ok: bool = False
-    admin_only: bool = False
+    access: Access = Access.EVERYONE
+    reads_without_args: bool = False
 
     def usage(self) -> str:
         return f"/{self.name}" + (f" {self.args}" if self.args else "")
@@ -92,5 +107,7 @@ class CommandRegistry:
         lines = ["Commands:"]
         for c in self._ordered:
             alias = f" (also /{', /'.join(c.aliases)})" if c.aliases else ""
-            lines.append(f"{c.usage()} — {c.help}{alias}")
+            who = {Access.GROUP: " [admins, in groups]", Access.ADMIN: " [admins]"}.get(
+                c.access, "")
+            lines.append(f"{c.usage()} — {c.help}{alias}{who}")
         return "\n".join(lines)

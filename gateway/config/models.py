@@ -30,11 +30,13 @@ __all__ = [
     "LogFileConfig",
     "LoggingConfig",
     "MediaConfig",
+    "MemoryConfig",
     "ModelConfig",
     "PlatformsConfig",
     "ProviderConfig",
     "SessionResetConfig",
     "StreamingConfig",
+    "WorkspaceConfig",
     "reveal",
 ]
 
@@ -107,7 +109,8 @@ class CompressionConfig(ConfigModel):
 
 class AgentConfig(ConfigModel):
     workspace: Path | None = None
-    """Root of the file tools; None = `$HERMES_HOME/workspace`."""
+    """Root of the file tools' folders; None = `$HERMES_HOME/workspace`. Each user works in
+    `users/<user>/` below it unless `workspace.shared: true`."""
     system_prompt: str | None = None
     ephemeral_system_prompt: str | None = None
     """Appended at request time only, never stored."""
@@ -148,8 +151,11 @@ class HealthConfig(ConfigModel):
 
 class MediaConfig(ConfigModel):
     allowed_dirs: list[Path] = Field(default_factory=list)
-    """Extra directories `MEDIA:` may send from (besides cache/ and workspace/)."""
+    """Extra directories `MEDIA:` may send from, to anyone (besides the current chat's cached
+    attachments and the current user's workspace)."""
     max_inbound_mb: float = Field(default=20.0, gt=0)
+    max_outbound_mb: float = Field(default=20.0, gt=0)
+    """Largest file a reply may attach; a bigger one is not sent and the chat is told."""
     cache_retention_days: float = Field(default=7.0, ge=0)
     """Cached inbound attachments and saved tool output older than this are deleted
     (hourly). 0 = keep for ever."""
@@ -166,6 +172,12 @@ class GatewayConfig(ConfigModel):
     media: MediaConfig = Field(default_factory=MediaConfig)
     allowed_users: IdList = Field(default_factory=list)
     """Users allowed on every platform (in addition to each platform's list)."""
+    admins: dict[str, IdList] = Field(default_factory=dict)
+    """Platform name → user ids (for `api`: key names) who may run admin commands. When no
+    platform lists any, users in an allow-list (not merely paired) count as admins."""
+    group_commands: Literal["admins", "everyone"] = "admins"
+    """Who may use the commands that change a group's conversation (/new, /undo, /compress,
+    /branch, /title NAME, /resume) in a group."""
     mailbox_size: int = Field(default=100, ge=1)
     busy_ack_interval_s: float = Field(default=30.0, ge=0)
     burst_merge_s: float = Field(default=0.5, ge=0)
@@ -194,6 +206,18 @@ class LoggingConfig(ConfigModel):
     file: LogFileConfig = Field(default_factory=LogFileConfig)
 
 
+class MemoryConfig(ConfigModel):
+    scope: Literal["profile", "user"] = "profile"
+    """Whose `MEMORY.md` (the agent's own notes) a turn uses: one per profile, or one per
+    user. `USER.md` is always per user and only shown to the agent in direct chats."""
+
+
+class WorkspaceConfig(ConfigModel):
+    shared: bool = False
+    """`false`: every user has their own workspace folder (the file tools' root); `true`:
+    all users share the one workspace."""
+
+
 def _default_providers() -> dict[str, ProviderConfig]:
     return {"main": ProviderConfig()}
 
@@ -211,6 +235,8 @@ class HermesConfig(ConfigModel):
     auxiliary: AuxiliaryConfig = Field(default_factory=AuxiliaryConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)

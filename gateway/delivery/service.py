@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from gateway.delivery.files import OutboundFiles
 from gateway.delivery.render import preview_text, render_final, render_plain
 from gateway.delivery.stream import DeliveryFailed, StreamConsumer, StreamSettings
 from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage, SendResult
@@ -19,7 +20,7 @@ from gateway.ports import BasePlatformAdapter
 from gateway.ratelimit import BudgetClosed, ChatRateBudget, Deferred, RateBudgets
 from hermes_common.backoff import Backoff
 from hermes_common.redact import redact
-from hermes_common.text import MediaPolicy, extract_media
+from hermes_common.text import extract_media
 from storage.ports import OutboxLedger, Reachability
 
 __all__ = ["DeliveryLedger", "DeliveryService", "PreparedFinal", "ReplyTarget", "RECOVERED_MARKER"]
@@ -48,18 +49,21 @@ class PreparedFinal:
 
 @dataclass(frozen=True, slots=True)
 class ReplyTarget:
-    """Where a reply goes: the chat and thread the user spoke in, anchored to their message."""
+    """Where a reply goes: the chat and thread the user spoke in, anchored to their message.
+    `user_id` is the user answered (on the same platform), when known: the files a reply
+    may attach and the tools of the turn are that user's."""
 
     adapter: str
     chat_id: str
     thread_id: str | None
     reply_to: str | None
     chat_type: str = "dm"
+    user_id: str | None = None
 
     @classmethod
     def of(cls, event: MessageEvent) -> ReplyTarget:
         return cls(event.platform, event.chat_id, event.thread_id, event.message_id,
-                   event.chat_type.value)
+                   event.chat_type.value, event.user.id)
 
 
 class DeliveryService:
@@ -71,16 +75,17 @@ class DeliveryService:
         ledger: DeliveryLedger,
         *,
         budgets: RateBudgets | None = None,
-        media: MediaPolicy | None = None,
+        files: OutboundFiles | None = None,
         stream: StreamSettings = StreamSettings(),
         clock: Callable[[], float] = time.time,
         on_outbound: Callable[[str], None] = lambda _adapter: None,
     ) -> None:
-        """`on_outbound(adapter name)` is called after every successful platform send."""
+        """`on_outbound(adapter name)` is called after every successful platform send.
+        Without `files` no reply may attach a file."""
         self._adapters = adapters
         self._ledger = ledger
         self.budgets = budgets or RateBudgets()
-        self._media = media
+        self._files = files
         self._stream = stream
         self._clock = clock
         self._retry_tasks: set[asyncio.Task[None]] = set()
@@ -197,17 +202,18 @@ class DeliveryService:
         adapter = self._adapters.get(target.adapter)
         takes_files = adapter is None or adapter.capabilities.media
         for ref in media:
-            decision = await asyncio.to_thread(self._media.check, ref.path) if self._media \
-                else None
-            if decision is None or not decision.allowed:
-                notes.append(decision.note() if decision else f"⚠️ Attachment not sent: {ref.path}")
+            checked = (await asyncio.to_thread(self._files.check, ref, target.adapter,
+                                               target.chat_id, target.user_id)
+                       if self._files is not None
+                       else f"⚠️ Attachment not sent: {Path(ref.path).name}")
+            if isinstance(checked, str):
+                notes.append(checked)
                 continue
             if not takes_files:
                 notes.append(f"⚠️ Attachment not sent: {Path(ref.path).name} "
                              "(this chat takes no files)")
                 continue
-            allowed.append(OutboundAttachment(path=str(decision.path),
-                                              as_document=ref.as_document, as_voice=ref.as_voice))
+            allowed.append(checked)
         if notes:
             body = (body + "\n\n" + "\n".join(notes)).strip()
         outbox_id = await self._ledger.outbox_add(
@@ -272,7 +278,13 @@ class DeliveryService:
         any other failure marks the row failed and tells the chat which file did not go."""
         target = final.target
         for i, att in enumerate(final.attachments):
-            res = await self._send_attachment(adapter, target, att)
+            loaded = await self._load(att, target)
+            if isinstance(loaded, str):  # refused when read: the chat is told, the rest go on
+                log.warning("final_attachment_refused", adapter=target.adapter,
+                            outbox_id=final.outbox_id, attachment=Path(att.path).name)
+                await self.notify(target, loaded)
+                continue
+            res = await self._send_attachment(adapter, target, loaded)
             if res.ok:
                 self._on_outbound(target.adapter)
                 continue
@@ -291,6 +303,14 @@ class DeliveryService:
             await self.notify(target, f"⚠️ Attachment not sent: {name} ({kind or 'error'}).")
             return False
         return True
+
+    async def _load(self, att: OutboundAttachment,
+                    target: ReplyTarget) -> OutboundAttachment | str:
+        """Check the file again and read it (off the event loop): the attachment with its
+        bytes, or the note to show instead. Never raises."""
+        if self._files is None:
+            return f"⚠️ Attachment not sent: {Path(att.path).name}"
+        return await asyncio.to_thread(self._files.load, att, target.adapter, target.chat_id)
 
     async def _send_attachment(self, adapter: BasePlatformAdapter, target: ReplyTarget,
                                att: OutboundAttachment) -> SendResult:

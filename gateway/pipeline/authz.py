@@ -25,11 +25,13 @@ class OpenPolicyError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class AccessPolicy:
-    """Pure allow-list rules. User ids are compared as strings."""
+    """Pure allow-list and admin rules. User ids are compared as strings."""
 
     per_platform: Mapping[str, frozenset[str]] = field(default_factory=dict)
     global_allowed: frozenset[str] = frozenset()
     allow_all: Mapping[str, bool] = field(default_factory=dict)
+    #: `gateway.admins`: platform → user ids that may run admin commands.
+    admins: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def allows(self, platform: str, user_id: str) -> bool:
         if self.allow_all.get(platform, False):
@@ -38,9 +40,17 @@ class AccessPolicy:
         return uid in self.global_allowed or uid in self.per_platform.get(platform, frozenset())
 
     def is_listed(self, platform: str, user_id: str) -> bool:
-        """In a configured allow-list (not merely paired): may run admin commands."""
+        """In a configured allow-list (not merely paired)."""
         uid = str(user_id)
         return uid in self.global_allowed or uid in self.per_platform.get(platform, frozenset())
+
+    def is_admin(self, platform: str, user_id: str) -> bool:
+        """Listed in `gateway.admins` for `platform`. While no platform lists an admin,
+        users in an allow-list (never merely paired ones, never `allow_all` strangers) are
+        admins, so a configuration from before admins existed keeps its owner in charge."""
+        if any(self.admins.values()):
+            return str(user_id) in self.admins.get(platform, frozenset())
+        return self.is_listed(platform, user_id)
 
 
 class PairingLedger(Protocol):

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 from agent_core.agent import Agent
 from agent_core.ports import AgentPorts
 from gateway.agents import AgentFactory
 from gateway.delivery.service import DeliveryService, ReplyTarget
+from gateway.events import Principal
+from gateway.principals import audience_of
 from storage.ports import SearchIndex
-from storage.types import Session
+from storage.types import Session, SessionScope
 
 __all__ = ["AgentBuilder"]
 
@@ -19,13 +23,15 @@ MAX_SESSION_EXTRAS = 2048
 
 
 class _SearchPort:
-    """`session_search` over the state store."""
+    """`session_search` over the state store, within the sessions the turn's user may see
+    from the chat of the turn (`SessionScope`: filtered by the store, in SQL)."""
 
-    def __init__(self, index: SearchIndex) -> None:
+    def __init__(self, index: SearchIndex, scope: SessionScope) -> None:
         self._index = index
+        self._scope = scope
 
     async def search(self, query: str, *, limit: int = 5) -> list[dict[str, Any]]:
-        hits = await self._index.search(query, limit=limit)
+        hits = await self._index.search(query, limit=limit, scope=self._scope)
         return [h.to_dict() for h in hits]
 
 
@@ -50,17 +56,22 @@ class AgentBuilder:
         self._index = index
         self._delivery = delivery
         self._extras: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._workspaces: set[Path] = set()
 
     @property
     def model(self) -> str:
         return self._agents.model
 
-    async def system_prompt(self, *, platform_hint: str = "") -> str:
-        return await self._agents.system_prompt(platform_hint=platform_hint)
+    async def system_prompt(self, *, platform_hint: str = "",
+                            audience: Principal | None = None) -> str:
+        return await self._agents.system_prompt(platform_hint=platform_hint, audience=audience)
 
     async def build(self, session: Session, target: ReplyTarget, *,
                     quiet: bool = False) -> Agent:
-        """`quiet`: no `send_message` port (a turn whose output nobody sees)."""
+        """The agent of a turn answering `target.user_id` (the session's owner when the
+        target names no user): its tools act for that user, its search sees what that user
+        may see from the target's chat. `quiet`: no `send_message` port (a turn whose
+        output nobody sees)."""
         extra = self._extras.get(session.id)
         if extra is None:
             extra = self._extras[session.id] = {}
@@ -68,7 +79,23 @@ class AgentBuilder:
                 self._extras.popitem(last=False)
         else:
             self._extras.move_to_end(session.id)
-        ports = AgentPorts(search=_SearchPort(self._index),
+        user = target.user_id if target.user_id is not None else session.user_id or ""
+        principal = Principal(target.adapter, user)
+        scope = SessionScope.of(target.adapter, target.chat_type, target.chat_id, user)
+        ports = AgentPorts(search=_SearchPort(self._index, scope),
                            send_message=None if quiet else _SendPort(self._delivery, target))
-        prompt = session.system_prompt or await self._agents.system_prompt()
-        return self._agents.build(prompt, session_id=session.id, ports=ports, extra=extra)
+        await self._ensure_workspace(principal)
+        prompt = session.system_prompt or await self._agents.system_prompt(
+            audience=audience_of(session))
+        return self._agents.build(prompt, session_id=session.id, ports=ports,
+                                  principal=principal, extra=extra)
+
+    async def _ensure_workspace(self, principal: Principal) -> None:
+        """Create the user's workspace folder the first time this process needs it."""
+        path = self._agents.spaces.workspace(principal)
+        if path in self._workspaces:
+            return
+        await asyncio.to_thread(path.mkdir, parents=True, exist_ok=True, mode=0o700)
+        if len(self._workspaces) >= MAX_SESSION_EXTRAS:
+            self._workspaces.clear()
+        self._workspaces.add(path)

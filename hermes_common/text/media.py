@@ -184,6 +184,19 @@ class MediaPolicy:
             return "protected system or credentials location"
         return ""
 
+    def refusal_for_real(self, path: Path) -> str:
+        """Why the already-resolved `path` (e.g. the real path of a file the caller holds
+        open) may not be sent, or "" when it may. Touches no filesystem."""
+        reason = self._refusal(path)
+        if not reason and self._deepest(path, self.allowed) < 0:
+            reason = "outside the allowed media folders"
+        return reason
+
+    def root_of(self, path: Path) -> Path | None:
+        """The deepest allowed folder holding the resolved `path` (None when none does)."""
+        holding = [r for r in self.allowed if _under(path, r)]
+        return max(holding, key=lambda r: len(r.parts)) if holding else None
+
     def check(self, path: str | Path) -> MediaDecision:
         """Decide whether `path` may be sent. Touches the filesystem (realpath, stat): from
         async code use `acheck`. Must not raise."""

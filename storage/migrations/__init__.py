@@ -16,6 +16,7 @@ from storage.migrations import (
     m0002_outbox_delivery,
     m0003_guard_columns,
     m0004_held_events,
+    m0005_session_scope,
 )
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate_sync", "split_statements"]
@@ -25,6 +26,7 @@ MIGRATIONS: tuple[str, ...] = (
     m0002_outbox_delivery.SQL,
     m0003_guard_columns.SQL,
     m0004_held_events.SQL,
+    m0005_session_scope.SQL,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import aiohttp
 
 from adapters.api.adapter import ApiAdapter
+from adapters.api.settings import key_principal
 from gateway.events import ChatType, MessageEvent, OutboundMessage
 
 from .conftest import KEY, OTHER_KEY, Harness, chat_body, running
@@ -104,10 +105,11 @@ async def test_session_is_user_field_then_header_then_per_key_default(
     async with client.post(api.base_url + CHAT, json=chat_body(), headers=api.headers(OTHER_KEY)):
         pass
     chats = [e.chat_id for e in api.events]
-    assert chats[:2] == ["from-user", "from-header"]
-    assert chats[2].startswith("default:") and chats[3].startswith("default:")
-    assert chats[2] != chats[3]
-    assert api.events[2].user.id != api.events[3].user.id
+    mine, other = key_principal(KEY), key_principal(OTHER_KEY)
+    # The chat is the key's principal and the session name: a key never reaches another's.
+    assert chats == [f"{mine}:from-user", f"{mine}:from-header", f"{mine}:default",
+                     f"{other}:default"]
+    assert [e.user.id for e in api.events] == [mine, mine, mine, other]
 
 
 async def test_non_streaming_completion_shape(api: Harness, client: aiohttp.ClientSession) -> None:
@@ -231,7 +233,7 @@ async def test_unicode_session_works_and_control_characters_are_refused(
         api.base_url + CHAT, json=chat_body("hi", user="a\nb"), headers=api.headers()
     ) as r:
         assert r.status == 400
-    assert [e.chat_id for e in api.events] == ["用户"]
+    assert [e.chat_id for e in api.events] == [f"{key_principal(KEY)}:用户"]
 
 
 async def test_oversized_body_is_413_json(tmp_path: Path, client: aiohttp.ClientSession) -> None:

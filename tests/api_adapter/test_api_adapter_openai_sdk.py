@@ -6,6 +6,7 @@ import openai
 import pytest
 
 from adapters.api.adapter import ApiAdapter
+from adapters.api.settings import key_principal
 from gateway.events import MessageEvent, OutboundMessage
 
 from .conftest import KEY, Harness
@@ -19,7 +20,8 @@ async def _streamed_reply(adapter: ApiAdapter, event: MessageEvent) -> None:
     sent = await adapter.send(
         OutboundMessage(chat_id=event.chat_id, text="Hi ▌", reply_to=event.message_id)
     )
-    await adapter.edit(event.chat_id, sent.message_ids[0], f"Hi {event.chat_id}!")
+    session = event.chat_id.removeprefix(f"{event.user.id}:")
+    await adapter.edit(event.chat_id, sent.message_ids[0], f"Hi {session}!")
     await adapter.turn_complete(event.chat_id, reply_to=event.message_id, ok=True)
 
 
@@ -40,7 +42,8 @@ async def test_sdk_streaming_and_non_streaming(api: Harness) -> None:
         )
         pieces = [c.choices[0].delta.content or "" async for c in stream if c.choices]
         assert "".join(pieces) == "Hi bea!"
-    assert [e.chat_id for e in api.events] == ["ann", "bea"]
+    owner = key_principal(KEY)
+    assert [e.chat_id for e in api.events] == [f"{owner}:ann", f"{owner}:bea"]
 
 
 async def test_sdk_sees_auth_and_turn_errors(api: Harness) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import aiohttp
 
 from adapters.api.adapter import ApiAdapter
+from adapters.api.settings import key_principal
 from gateway.events import MessageEvent, OutboundMessage
 
 from .conftest import KEY, Harness, chat_body, joined_content, read_sse, running
@@ -146,7 +147,8 @@ async def test_concurrent_requests_in_different_sessions_get_their_own_replies(
             return (await r.json())["choices"][0]["message"]["content"]
 
     results = await asyncio.gather(ask("alice", True), ask("bob", False))
-    assert results == ["for alice", "for bob"]
+    owner = key_principal(KEY)
+    assert results == [f"for {owner}:alice", f"for {owner}:bob"]
 
 
 async def test_quiet_stream_sends_keepalive_comments(

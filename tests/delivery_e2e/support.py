@@ -17,13 +17,40 @@ from typing import Any
 from adapters.fake import FakeAdapter, FakeCall
 from gateway.events import ErrorKind, OutboundAttachment, OutboundMessage, SendResult
 
-__all__ = ["KillOnFinalAdapter", "Rule", "Stamp", "TimedFakeAdapter", "strip_cursor"]
+__all__ = ["KillOnFinalAdapter", "Rule", "Stamp", "TimedFakeAdapter", "chat_cache",
+           "profile_files", "strip_cursor"]
 
 CURSOR_CHAR = "▌"
 
 
 def strip_cursor(text: str) -> str:
     return text.replace(CURSOR_CHAR, "").rstrip()
+
+
+def _spaces(home: Path) -> Any:
+    from gateway.paths import ProfilePaths
+    from gateway.principals import UserSpaces
+
+    paths = ProfilePaths(home)
+    return UserSpaces(memories=paths.memories, workspace_root=paths.workspace,
+                      cache=paths.cache)
+
+
+def chat_cache(home: Path, chat_id: str, platform: str = "fake") -> Path:
+    """The cache folder of one chat in the profile `home` (created): where its inbound
+    attachments are kept, and one of the places a reply in that chat may attach files from."""
+    folder = _spaces(home).chat_cache(platform, chat_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def profile_files(home: Path) -> Any:
+    """The `OutboundFiles` a gateway on the profile `home` uses, with default settings."""
+    from gateway.config.models import HermesConfig
+    from gateway.paths import ProfilePaths
+    from gateway.wiring import outbound_files
+
+    return outbound_files(HermesConfig(), ProfilePaths(home), _spaces(home))
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,16 +12,15 @@ from pathlib import Path
 
 from adapters.fake import FakeAdapter
 from gateway.delivery.service import DeliveryService
-from hermes_common.text import MediaPolicy
 from storage import StateStore
-from tests.delivery_e2e.support import TimedFakeAdapter
+from tests.delivery_e2e.support import TimedFakeAdapter, chat_cache, profile_files
 from tests.fakes.openai_server import text
 from tests.integration.harness import gateway
 
 
-def _picture(home: Path) -> Path:
-    picture = home / "cache" / "chart.png"
-    picture.parent.mkdir(parents=True, exist_ok=True)
+def _picture(home: Path, chat_id: str = "c1") -> Path:
+    """A picture in the chat's cache (a file a reply in that chat may attach)."""
+    picture = chat_cache(home, chat_id) / "chart.png"
     picture.write_bytes(b"\x89PNG\r\n\x1a\nfake")
     return picture
 
@@ -75,7 +74,7 @@ async def test_a_rate_limited_attachment_is_sent_again_before_the_reply_counts_a
 async def test_recovery_sends_the_attachments_of_a_reply_whose_text_went_out(
     tmp_path: Path,
 ) -> None:
-    picture = _picture(tmp_path)
+    picture = _picture(tmp_path, "g1")  # rows recorded before folders were kept per chat
     fake = FakeAdapter("fake")
     async with await StateStore.open(tmp_path / "state.db") as store:
         # A crash after the text was sent and before the attachment: the rows are `sent`.
@@ -87,7 +86,7 @@ async def test_recovery_sends_the_attachments_of_a_reply_whose_text_went_out(
             assert await store.outbox_mark_sent(oid, ["m-old"])
             ids.append(oid)
         fake.fail_next("forbidden", op="media")  # the first row's file is refused
-        delivery = DeliveryService({"fake": fake}, store, media=MediaPolicy.for_profile(tmp_path))
+        delivery = DeliveryService({"fake": fake}, store, files=profile_files(tmp_path))
         assert await delivery.recover() == (0, 0)
         rows = [await store.outbox_get(i) for i in ids]
         await delivery.close()

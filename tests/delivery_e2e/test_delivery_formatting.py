@@ -7,7 +7,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from tests.delivery_e2e.support import CURSOR_CHAR, TimedFakeAdapter
+from tests.delivery_e2e.support import CURSOR_CHAR, TimedFakeAdapter, chat_cache
 from tests.fakes.openai_server import text
 from tests.integration.harness import gateway
 
@@ -105,8 +105,7 @@ async def test_delivery_plain_text_fallback_when_formatting_rejected(tmp_path, m
 
 
 async def test_delivery_media_allow_list_end_to_end(tmp_path, model):
-    picture = tmp_path / "cache" / "x.png"
-    picture.parent.mkdir(parents=True, exist_ok=True)
+    picture = chat_cache(tmp_path, "c1") / "x.png"  # a file of this chat's cache
     picture.write_bytes(b"\x89PNG\r\n\x1a\nfake")
     secret = Path("~/.ssh/id_rsa")
     model.enqueue(

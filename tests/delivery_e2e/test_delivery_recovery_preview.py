@@ -7,13 +7,12 @@ from pathlib import Path
 from adapters.fake import FakeAdapter
 from gateway.delivery.service import RECOVERED_MARKER, DeliveryService
 from gateway.events import OutboundMessage
-from hermes_common.text import MediaPolicy
 from storage import StateStore
+from tests.delivery_e2e.support import chat_cache, profile_files
 
 
 async def test_recovery_edits_the_stale_preview_and_sends_the_attachment(tmp_path: Path) -> None:
-    (tmp_path / "cache").mkdir()
-    picture = tmp_path / "cache" / "chart.png"
+    picture = chat_cache(tmp_path, "g1") / "chart.png"
     picture.write_bytes(b"\x89PNG fake")
     fake = FakeAdapter("fake")
     # What the crashed process left behind: a preview with the streaming cursor …
@@ -25,8 +24,7 @@ async def test_recovery_edits_the_stale_preview_and_sends_the_attachment(tmp_pat
             platform="fake", chat_id="g1", text="The answer is 42.", chat_type="group",
             preview_message_id=preview.message_ids[0],
             attachments=[{"path": str(picture), "as_document": False, "as_voice": False}])
-        delivery = DeliveryService({"fake": fake}, store,
-                                   media=MediaPolicy.for_profile(tmp_path))
+        delivery = DeliveryService({"fake": fake}, store, files=profile_files(tmp_path))
         resent, expired = await delivery.recover()
         assert (resent, expired) == (1, 0)
         texts = fake.messages("g1")

@@ -9,6 +9,9 @@ import pytest
 from openai import AsyncOpenAI
 
 from adapters.api.adapter import ApiAdapter
+from adapters.api.settings import key_principal
+from gateway.events import MessageEvent, UserRef
+from gateway.sessions import session_key
 from tests.fakes.openai_server import text
 from tests.gateway.runtime_harness import runner_for
 
@@ -25,8 +28,15 @@ async def api(tmp_path, model):
         await client.close()
 
 
+def _key(user: str) -> str:
+    """The session key of the key's session named `user` (chat `<principal>:<user>`)."""
+    principal = key_principal(KEY)
+    return session_key(MessageEvent(platform="api", event_id="-", chat_id=f"{principal}:{user}",
+                                    user=UserRef(id=principal)))
+
+
 async def _history(runner, user: str) -> list[dict]:
-    session = await runner.store.find_by_session_key(f"api:dm:{user}")
+    session = await runner.store.find_by_session_key(_key(user))
     return await runner.store.load_history(session.id)
 
 
@@ -76,7 +86,7 @@ async def test_slash_command_over_http(api, model):
         model="hermes-agent", user="carl", messages=[{"role": "user", "content": "hello"}])
     resp = await client.chat.completions.create(
         model="hermes-agent", user="carl", messages=[{"role": "user", "content": "/status"}])
-    session = await runner.store.find_by_session_key("api:dm:carl")
+    session = await runner.store.find_by_session_key(_key("carl"))
     assert f"Session: {session.id}" in resp.choices[0].message.content
     title = await client.chat.completions.create(
         model="hermes-agent", user="carl", messages=[{"role": "user", "content": "/title Web"}])

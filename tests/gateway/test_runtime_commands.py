@@ -43,12 +43,20 @@ async def test_title_set_show_and_duplicate_refused(tmp_path, model):
         assert await _cmd(fake, "/title", "Title:") == "Title: Trip plans"
         s1 = await runner.store.find_by_session_key(KEY)
         assert s1.title == "Trip plans"
-        # Another chat cannot take the same title.
+        # Titles are unique among a user's own sessions: a new session of u1 cannot take it,
+        # and the refusal names no session id.
+        await _cmd(fake, "/new", "New session")
+        await _turn(fake, "again")
+        refused = await _cmd(fake, "/title Trip plans", "title")
+        assert refused == ("Could not set the title: another session here is already called "
+                           "“Trip plans”.")
+        assert (await runner.store.find_by_session_key(KEY)).title is None
+        # Another user's sessions are another scope: the same name is free there.
         await _turn(fake, "hi", chat_id="c2", user_id="u2")
-        refused = await _cmd(fake, "/title Trip plans", "title", chat_id="c2", user_id="u2")
-        assert "Could not set the title" in refused
+        assert "Title set" in await _cmd(fake, "/title Trip plans", "Title set", chat_id="c2",
+                                         user_id="u2")
         s2 = await runner.store.find_by_session_key("fake:dm:c2")
-        assert s2.title is None
+        assert s2.title == "Trip plans"
 
 
 async def test_undo_marks_rows_inactive_and_hides_them_from_search(tmp_path, model):

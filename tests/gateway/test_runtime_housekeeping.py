@@ -57,10 +57,16 @@ async def test_old_cached_attachments_are_deleted_recent_ones_kept(tmp_path, mod
     outside.write_text("keep me")
     os.utime(outside, (month_ago, month_ago))
     (cache / "link").symlink_to(outside)
-    spilled = tmp_path / "workspace" / ".tool-output" / "search_files-call_1.txt"
+    from gateway.principals import folder_name
+
+    mine = tmp_path / "workspace" / "users" / folder_name("fake", "u1")
+    spilled = mine / ".tool-output" / "search_files-call_1.txt"  # in the user's workspace
     spilled.parent.mkdir(parents=True)
     spilled.write_text("a huge tool output")
     os.utime(spilled, (month_ago, month_ago))
+    notes = mine / "notes.txt"  # the user's own old file is not a cache
+    notes.write_text("kept")
+    os.utime(notes, (month_ago, month_ago))
     async with runner_for(tmp_path, model):
         for _ in range(100):
             if not old.exists() and not spilled.exists():
@@ -68,6 +74,7 @@ async def test_old_cached_attachments_are_deleted_recent_ones_kept(tmp_path, mod
             await asyncio.sleep(0.02)
     assert not old.exists() and not spilled.exists()
     assert fresh.exists() and outside.read_text() == "keep me"
+    assert notes.read_text() == "kept"
 
 
 async def test_cache_retention_zero_keeps_everything(tmp_path, model):

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from gateway.principals import folder_name
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, call, hang, text, tool_calls
 from tests.integration.harness import gateway
 
@@ -83,7 +84,9 @@ async def test_tool_call_turn_runs_tool_and_answers(tmp_path, model):
         await fake.inject("save a note", chat_id="c1", user_id="u1")
         await fake.wait_turns(1)
         assert fake.messages("c1")[-1] == "Saved your note."
-        assert (tmp_path / "workspace" / "notes.txt").read_text() == "remember"
+        # The user's own workspace (workspace.shared: false).
+        mine = tmp_path / "workspace" / "users" / folder_name("fake", "u1")
+        assert (mine / "notes.txt").read_text() == "remember"
         second = model.requests[1].body["messages"]
         assert second[-1]["role"] == "tool"
 
@@ -259,7 +262,8 @@ async def test_memory_reaches_the_prompt_only_after_a_compaction(tmp_path, model
     async with gateway(tmp_path, model, compression__protect_first_n=1) as (runner, fake):
         await fake.inject("remember that I drink green tea", chat_id="c1", user_id="u1")
         await fake.wait_turns(1)
-        assert "green tea" in (tmp_path / "memories" / "USER.md").read_text()  # on disk at once
+        user_md = tmp_path / "memories" / "users" / folder_name("fake", "u1") / "USER.md"
+        assert "green tea" in user_md.read_text()  # on disk at once
         for i in range(3):
             await fake.inject(f"small talk {i}", chat_id="c1", user_id="u1")
             await fake.wait_turns(2 + i)

@@ -88,16 +88,10 @@ async def test_pragmas_on_connections(store: StateStore) -> None:
 
 
 async def test_v2_guard_encodings_become_columns(tmp_path: Path) -> None:
-    from storage.migrations import MIGRATIONS, split_statements
+    from _storage_testlib import old_schema_db
 
     db = tmp_path / "state.db"
-    with sqlite3.connect(db, isolation_level=None) as conn:  # a file written by schema v2
-        conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY,"
-                     " applied_at REAL NOT NULL)")
-        for version, script in enumerate(MIGRATIONS[:2], start=1):
-            for stmt in split_statements(script):
-                conn.execute(stmt)
-            conn.execute("INSERT INTO schema_version VALUES (?, 0)", (version,))
+    with old_schema_db(db, 2) as conn:  # a file written by schema v2
         conn.executemany(
             "INSERT INTO sessions(id, source, started_at, cooldown_error, last_prompt_tokens)"
             " VALUES (?, 'cli', 1, ?, ?)",

@@ -36,7 +36,7 @@ def _store(ctx: ToolContext) -> MemoryStore:
         return store
     if ctx.memory_dir is None:
         raise ToolError("Memory is not available in this session.")
-    return MemoryStore(ctx.memory_dir)
+    return MemoryStore(ctx.memory_dir, user_dir=ctx.user_dir)
 
 
 def _apply(store: MemoryStore, args: MemoryArgs) -> MemoryResult:
