@@ -7,6 +7,7 @@ system prompt, so a restart continues exactly where the session was.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,7 @@ class AgentFactory:
 
         Reads SOUL.md, the memory files and project context files off the event loop."""
         memory = MemoryStore(self._paths.memories)
+        snapshot = await asyncio.to_thread(memory.snapshot)  # file reads + threat scan
         tools = [s["function"]["name"] for s in self.registry.schemas(self._agent_config.toolsets)]
         return await build_system_prompt_async(
             PromptInputs(
@@ -94,7 +96,7 @@ class AgentFactory:
                 soul_path=self._paths.soul,
                 tool_names=tools,
                 external_prompt=self._config.agent.system_prompt or "",
-                memory_snapshot=memory.snapshot(),
+                memory_snapshot=snapshot,
                 cwd=self.workspace,
                 date=today or dt.date.today(),
                 platform_hint=platform_hint,
