@@ -17,13 +17,15 @@ RawPattern = tuple[str, str, str, bool, tuple[str, ...]]
 
 
 def sep() -> str:
-    """Between two words: a little punctuation or markup and at least one non-word character."""
-    return r"\W{1,8}"
+    """Between two words of one sentence: spaces, line breaks, a little punctuation or markup,
+    but no sentence end."""
+    return r"[^\w.!?;。！？]{1,8}"
 
 
 def gap(n: int) -> str:
-    """Up to `n` whole words (each followed by a separator), as few as possible."""
-    return rf"(?:\w+\W{{1,8}}){{0,{n}}}?"
+    """Up to `n` whole words of the same sentence (each followed by a separator), as few as
+    possible."""
+    return rf"(?:\w+{sep()}){{0,{n}}}?"
 
 
 _S = sep()
@@ -131,7 +133,9 @@ ENGLISH_AND_TECHNICAL: tuple[RawPattern, ...] = (
         rf"(?:no|without){_S}(?:rules|restrictions|limits|limitations|guidelines|filters|"
         rf"censorship|ethics)\b",
         False,
-        ("pretend", "act", "behave", "respond", "roleplay", "role-play", "imagine"),
+        ("unrestricted", "unfiltered", "uncensored", "unbound", "unlimited", "unchained", "jailbr",
+         "evil", "malicious", "amoral", "dan", "free", "rules", "restriction", "limit", "guideline",
+         "filter", "censor", "ethic"),
     ),
     # --- secret exfiltration -----------------------------------------------------------------
     (
@@ -143,7 +147,7 @@ ENGLISH_AND_TECHNICAL: tuple[RawPattern, ...] = (
         rf"|\brepeat{_S}(?:all{_S}|everything{_S}|the{_S}(?:words|text){_S})(?:above|before){_S}"
         rf"(?:this|starting|verbatim)",
         False,
-        ("system", "initial", "hidden", "repeat"),
+        ("prompt", "instructions", "repeat"),
     ),
     (
         "send_secrets",
@@ -164,7 +168,7 @@ ENGLISH_AND_TECHNICAL: tuple[RawPattern, ...] = (
         "sends secrets (API keys, tokens, SSH keys, .env) over the network",
         rf"\b{_NET_TOOL}\b[^\n]{{0,400}}?(?:{_SECRET_VAR}|{_SECRET_FILE}|\$\((?:env|printenv|set)\))",
         False,
-        ("curl", "wget", "nc", "netcat", "socat", "http", "invoke-webrequest", "iwr", "scp", "rsync"),
+        ("$", ".ssh", "id_", ".env", "/etc/", ".aws", ".netrc", ".pgpass", ".npmrc", ".pypirc"),
     ),
     (
         "exfil_env_pipe",
@@ -244,7 +248,7 @@ ENGLISH_AND_TECHNICAL: tuple[RawPattern, ...] = (
         r"\b(?:tcp|udp|openssl|ssl)[46]?(?:-connect)?:"
         r"|pty\.spawn\(\s*[\"']/bin/|socket\.socket\([^\n]{0,300}?(?:os\.dup2|subprocess)",
         False,
-        ("/dev/tcp", "nc", "netcat", "mkfifo", "socat", "pty.spawn", "socket.socket"),
+        ("/dev/tcp", "/bin/", "mkfifo", "socat", "pty.spawn", "socket.socket"),
     ),
     (
         "crontab_backdoor",

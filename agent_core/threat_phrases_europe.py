@@ -107,8 +107,8 @@ EUROPEAN: tuple[RawPattern, ...] = (
         rf"(?:anterior|que{_S}te{_S}(?:dijeron|han{_S}dicho))|tudo{_S}(?:acima|o{_S}que{_S}"
         rf"(?:te|lhe){_S}(?:disseram|foi{_S}dito)))\b",
         False,
-        ("instru", "istruz", "indica", "directri", "diretri", "regla", "regra", "regole",
-         "órdenes", "ordens", "comandos", "todo", "tudo"),
+        ("ignor", "olvid", "descart", "omit", "desestim", "desatiend", "caso", "esquec", "esqueç",
+         "desconsider", "desprez", "dimentic"),
     ),
     (
         "role_hijack_es_pt",
@@ -122,8 +122,9 @@ EUROPEAN: tuple[RawPattern, ...] = (
         rf"{_ES_UNBOUND}"
         rf"|\bmodo{_S}(?:dan|jailbreak|sin{_S}restricciones|sem{_S}restrições)\b",
         False,
-        ("partir", "ahora", "agora", "eres", "mais", "modo", "actúa", "actua", "compórtate",
-         "finge", "aja", "atue", "finja", "comporte"),
+        ("partir", "ahora", "agora", "eres", "mais", "restricciones", "límites", "filtros",
+         "censura", "reglas", "restrições", "limites", "regras", "malvad", "malign", "jailbreak",
+         "dan"),
     ),
     (
         "send_secrets_es_pt",
@@ -131,12 +132,12 @@ EUROPEAN: tuple[RawPattern, ...] = (
         rf"\b(?:envía|envia|envie|manda|mande|reenvía|reenvie|sube|suba|filtra|vaze|comparte|"
         rf"compartilhe|encaminhe|transmite|transmita){_S}{gap(4)}{_ES_SECRET}{_S}{gap(3)}"
         rf"(?:a|al|hacia|para|pro){_S}{_URL_OR_MAIL}"
-        rf"|\b(?:revela|revele|muestra|mostra|mostre|imprime|imprima|dime|dame|diga-me|me{_S}diga|"
-        rf"me{_S}dê|me{_S}de){_S}(?:todas{_S}|todos{_S})?(?:tus|tu|seus|suas|seu|sua|teu|tua|"
+        rf"|\b(?:revela|revele|muestra|mostra|mostre|imprime|imprima|dime|dame|diga-me|me{_S}diga)"
+        rf"{_S}(?:todas{_S}|todos{_S})?(?:tus|tu|seus|suas|seu|sua|teu|tua|"
         rf"teus|tuas){_S}{_ES_SECRET}",
         False,
-        ("clave", "api", "contrase", "senha", "credencia", "secreto", "segredo", "token",
-         "variable", "variáve", "prompt", "instruc", "instruç"),
+        ("envi", "manda", "mande", "reenvi", "sube", "suba", "filtra", "vaze", "compart",
+         "encaminhe", "transmit", "revel", "muestra", "mostr", "imprim", "dime", "dame", "diga"),
     ),
     (
         "hidden_instructions_es_pt",
@@ -163,7 +164,8 @@ EUROPEAN: tuple[RawPattern, ...] = (
         rf"|\boublie[zr]?{_S}tout{_S}(?:ce{_S}qu(?:e|'){_S}?(?:on{_S}t'a|je{_S}t'ai|on{_S}vous{_S}a|"
         rf"tu{_S}as|vous{_S}avez)|ce{_S}qui{_S}précède)",
         False,
-        ("instructions", "consignes", "directives", "règles", "ordres", "commandes", "tout"),
+        ("ignore", "oublie", "néglige", "tiens", "tenez", "abstraction", "outre", "écarte",
+         "annule"),
     ),
     (
         "role_hijack_fr",
@@ -177,19 +179,19 @@ EUROPEAN: tuple[RawPattern, ...] = (
         rf"filtres|censure)|maléfique|malveillant|dan)\b"
         rf"|\bmode{_S}(?:dan|jailbreak|sans{_S}restrictions?)\b",
         False,
-        ("maintenant", "désormais", "plus", "semblant", "mode"),
+        ("maintenant", "désormais", "plus", "semblant", "jailbreak", "restriction", "dan"),
     ),
     (
         "send_secrets_fr",
         "asks to send or reveal secrets (French)",
-        rf"\b(?:envoie|envoyez|transmets|transmettez|transfère|transférez|télécharge|poste|postez)"
+        rf"\b(?:envoie|envoyez|transmets|transmettez|transfère|transférez|télécharge)"
         rf"{_S}{gap(4)}{_FR_SECRET}{_S}{gap(3)}(?:à|vers|sur){_S}{_URL_OR_MAIL}"
         rf"|\b(?:révèle|révélez|affiche|affichez|montre|montrez|imprime|imprimez|divulgue|"
         rf"divulguez|donne-moi|donnez-moi|dis-moi|dites-moi){_S}(?:toutes{_S}|tous{_S})?"
         rf"(?:tes|vos|ton|votre){_S}{_FR_SECRET}",
         False,
-        ("clé", "mots", "identifiants", "secrets", "jetons", "token", "variables", "prompt",
-         "invite", "instructions"),
+        ("envoie", "envoyez", "transmet", "transfère", "transférez", "télécharge", "révèle",
+         "révélez", "affiche", "montre", "imprime", "divulgue", "donne", "dis-moi", "dites"),
     ),
     (
         "hidden_instructions_fr",
@@ -214,8 +216,8 @@ EUROPEAN: tuple[RawPattern, ...] = (
         rf"|\b(?:ignoriere|ignorier|vergiss|missachte){_S}(?:alles{_S})?(?:oben|obige|davor|"
         rf"bisherige|vorherige)s?{_S}(?:gesagte|stehende|geschriebene)?",
         False,
-        ("anweisung", "instruktion", "befehle", "regeln", "vorgaben", "richtlinien", "system",
-         "anordnung", "einschränk", "alles", "ignorier", "vergiss", "missacht"),
+        ("anweisung", "instruktion", "befehle", "regeln", "vorgaben", "richtlinien",
+         "systemprompt", "anordnung", "einschränk", "ignorier", "vergiss", "missacht"),
     ),
     (
         "role_hijack_de",
@@ -225,23 +227,22 @@ EUROPEAN: tuple[RawPattern, ...] = (
         rf"ab{_S}sofort)){_S}{gap(3)}(?:ki|assistent|assistentin|modell|chatbot|charakter|"
         rf"persona|dan|uneingeschränkt\w*|ungefiltert\w*|unzensiert\w*|böse\w*|frei\w*)\b"
         rf"|\bdu{_S}bist{_S}(?:nicht{_S}mehr|kein{_S}(?:assistent|ki){_S}mehr)\b"
-        rf"|\btu{_S}so,?{_S}als{_S}(?:ob{_S}du|wärst{_S}du|seist{_S}du){_S}{gap(4)}"
+        rf"|\btu{_S}so,?{_S}als{_S}(?:wärst|wärest|seist){_S}du{_S}{gap(4)}"
         rf"(?:uneingeschränkt\w*|ohne{_S}(?:einschränkungen|regeln|filter|grenzen|zensur)|"
         rf"böse\w*|dan)\b"
         rf"|\b(?:jailbreak|dan)-?modus\b",
         False,
-        ("jetzt", "sofort", "heute", "nun", "bist", "tu", "modus"),
+        ("bist", "wirst", "spielst", "agierst", "handelst", "wärst", "wärest", "seist", "modus"),
     ),
     (
         "send_secrets_de",
         "asks to send or reveal secrets (German)",
-        rf"\b(?:sende|schicke|schick|übermittle|übertrage|lade|poste|leite){_S}{gap(4)}"
+        rf"\b(?:sende|schicke|schick|übermittle|übertrage){_S}{gap(4)}"
         rf"{_DE_SECRET}{_S}{gap(3)}(?:an|nach|zu|auf){_S}{_URL_OR_MAIL}"
         rf"|\b(?:verrate|zeige|zeig|gib|nenne|nenn|sag|schreib){_S}(?:mir{_S})?(?:alle{_S})?"
         rf"(?:deine|deinen|dein|ihre|ihren){_S}{_DE_SECRET}",
         False,
-        ("schlüssel", "passw", "kennw", "zugangsdaten", "geheimnis", "token", "umgebung",
-         "system"),
+        ("sende", "schick", "übermittl", "übertrag", "dein", "ihre"),
     ),
     (
         "hidden_instructions_de",

@@ -52,9 +52,12 @@ _IGNORABLE_RE = re.compile(f"[{_IGNORABLE}]+")
 # into right-to-left languages use them legitimately.)
 _SUSPICIOUS_RE = re.compile(
     "[\u115f\u1160\u180e\u200b\u202d\u202e\u2060-\u2064\u206a-\u206f\u3164\uffa0"
-    "\ufff9-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+    "\ufff9-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e00ff\U000e01f0-\U000e0fff]"
     "|(?<=[A-Za-z0-9])[\u200c\u200d]|[\u200c\u200d](?=[A-Za-z0-9])"  # joiners inside Latin words
     "|[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}",  # runs of variation selectors carry data
+)
+_MAYBE_HIDDEN_RE = re.compile(
+    f"[{_IGNORABLE}\u180e\ufff9-\ufffb\U000e0100-\U000e01ef]"
 )
 # Subdivision flags (England, Scotland, Wales) are a black flag followed by tag characters.
 _FLAG_TAGS_RE = re.compile("(?<=\U0001f3f4)[\U000e0020-\U000e007e]{1,7}\U000e007f")
@@ -62,11 +65,12 @@ _FLAG_TAGS_RE = re.compile("(?<=\U0001f3f4)[\U000e0020-\U000e007e]{1,7}\U000e007
 _BASE64_RE = re.compile(
     r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{32,}={0,2}(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/_-]{16,}={0,2})*"
 )
-_HEX_RE = re.compile(
-    r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){24,}(?![0-9A-Fa-f])"
-    r"|(?:(?:\\x|%)[0-9A-Fa-f]{2}){24,}"
-    r"|(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :]){23,}[0-9A-Fa-f]{2}(?![0-9A-Fa-f])"
+# Plain hex runs are found by _BASE64_RE (hex digits are base64 letters too).
+_ESCAPED_HEX_RE = re.compile(r"(?:(?:\\x|%)[0-9A-Fa-f]{2}){24,}")
+_SPACED_HEX_RE = re.compile(
+    r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :]){23,}[0-9A-Fa-f]{2}(?![0-9A-Fa-f])"
 )
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 _HEX_JUNK_RE = re.compile(r"\\x|%|[ :]")
 _WS_RE = re.compile(r"\s+")
 _CONTROL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -74,11 +78,11 @@ _CONTROL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 def hidden_character(text: str) -> str | None:
     """The first suspicious hidden character in `text`, or None. Must not raise."""
-    if text.isascii():
+    if text.isascii() or not _MAYBE_HIDDEN_RE.search(text):
         return None
     probe = _FLAG_TAGS_RE.sub("", text) if "\U0001f3f4" in text else text
     found = _SUSPICIOUS_RE.search(probe)
-    return found.group() if found else None
+    return found.group()[0] if found else None
 
 
 def visible(text: str) -> str:
@@ -93,24 +97,37 @@ def fold(text: str) -> str:
     if text.isascii():
         return text.lower()
     text = unicodedata.normalize("NFKD", _IGNORABLE_RE.sub("", text)).casefold()
-    text = unicodedata.normalize("NFKD", text).translate(_table())
+    text = _NON_ASCII_RE.sub(_translate_run, unicodedata.normalize("NFKD", text))
     return unicodedata.normalize("NFC", text)
+
+
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]+")
+
+
+def _translate_run(match: re.Match[str]) -> str:
+    return match.group().translate(_table())
 
 
 def encoded_blobs(text: str) -> Iterator[tuple[str, str]]:
     """(encoding, decoded text) for each base64 or hex blob in `text` that decodes to UTF-8
     text of at least `MIN_BLOB_BYTES` bytes. Work is linear in `text`; must not raise."""
-    for match in _HEX_RE.finditer(text):
-        decoded = _text_or_none(_unhex(match.group()))
-        if decoded is not None:
-            yield "hex", decoded
+    hex_runs = [_SPACED_HEX_RE.finditer(text)]
+    if "\\x" in text or "%" in text:
+        hex_runs.append(_ESCAPED_HEX_RE.finditer(text))
+    for runs in hex_runs:
+        for match in runs:
+            decoded = _text_or_none(_unhex(match.group()))
+            if decoded is not None:
+                yield "hex", decoded
     for match in _BASE64_RE.finditer(text):
         raw = _WS_RE.sub("", match.group())
-        if len(raw) >= 48 and all(c in "0123456789abcdefABCDEF" for c in raw):
-            continue  # already tried as hex
-        decoded = _text_or_none(_unbase64(raw))
+        if _HEX_DIGITS.issuperset(raw):
+            decoded = _text_or_none(_unhex(raw))
+            kind = "hex"
+        else:
+            decoded, kind = _text_or_none(_unbase64(raw)), "base64"
         if decoded is not None:
-            yield "base64", decoded
+            yield kind, decoded
 
 
 def _unhex(blob: str) -> bytes:

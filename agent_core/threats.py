@@ -105,16 +105,55 @@ def too_large(size: str) -> Finding:
     )
 
 
+# A match is never longer than this (gaps are bounded), so it lies within this distance of
+# the trigger it contains.
+_SPAN = 700
+_WS = re.compile(r"\s")
+
+
+def _windows(norm: str, triggers: tuple[str, ...], hits: dict[str, list[int]]) -> list[tuple[int, int]]:
+    """Stretches of `norm` around trigger occurrences where a match could lie (merged); the
+    whole text when they would cover much of it anyway."""
+    n = len(norm)
+    most = n // (4 * _SPAN) + 2
+    starts: list[int] = []
+    for t in triggers:
+        if t not in hits:
+            found: list[int] = []
+            i = norm.find(t)
+            while i >= 0 and len(found) <= most:
+                found.append(i)
+                i = norm.find(t, i + 1)
+            hits[t] = found
+        starts.extend(hits[t])
+        if len(starts) > most:
+            return [(0, n)]
+    spans: list[tuple[int, int]] = []
+    for i in sorted(starts):
+        lo, hi = max(0, i - _SPAN), min(n, i + _SPAN)
+        if spans and lo <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], hi)
+        else:
+            spans.append((lo, hi))
+    return [(_edge(norm, lo, -1), _edge(norm, hi, 1)) for lo, hi in spans]
+
+
+def _edge(norm: str, at: int, step: int) -> int:
+    """`at` moved outwards to whitespace (or the text's end), so no word is cut in two."""
+    if step < 0:
+        found = [m.start() for m in _WS.finditer(norm, max(0, at - 64), at)]
+        return found[-1] if found and at > 0 else 0
+    m = _WS.search(norm, at, at + 64)
+    return m.start() if m else min(len(norm), at + 64) if at + 64 < len(norm) else len(norm)
+
+
 def _match(norm: str, scope: ThreatScope, found: list[Finding], first_only: bool) -> None:
-    present: dict[str, bool] = {}
+    hits: dict[str, list[int]] = {}
     for rule in _RULES:
         if rule.strict_only and scope != "strict":
             continue
-        if rule.triggers and not any(
-            present[t] if t in present else present.setdefault(t, t in norm) for t in rule.triggers
-        ):
-            continue
-        if rule.regex.search(norm):
+        spans = _windows(norm, rule.triggers, hits) if rule.triggers else [(0, len(norm))]
+        if any(rule.regex.search(norm, lo, hi) for lo, hi in spans):
             found.append(Finding(rule.reason, rule.pattern_id))
             if first_only:
                 return
