@@ -48,7 +48,7 @@ _IGNORE = (
 _AI = r"(?:ai|assistant|chatbot|language\W{1,8}model|llm|persona|character)"
 _UNBOUND = (
     r"(?:unrestricted|unfiltered|uncensored|unbound|unlimited|unchained|jailbroken|evil|"
-    r"malicious|amoral|dan|free)"
+    r"malicious|amoral|dan)"
 )
 _SECRET = (
     r"(?:api{S}keys?|keys|access{S}tokens?|tokens?|secrets?|passwords?|passwd|credentials|"
@@ -134,7 +134,7 @@ ENGLISH_AND_TECHNICAL: tuple[RawPattern, ...] = (
         rf"censorship|ethics)\b",
         False,
         ("unrestricted", "unfiltered", "uncensored", "unbound", "unlimited", "unchained", "jailbr",
-         "evil", "malicious", "amoral", "dan", "free", "rules", "restriction", "limit", "guideline",
+         "evil", "malicious", "amoral", "dan", "rules", "restriction", "limit", "guideline",
          "filter", "censor", "ethic"),
     ),
     # --- secret exfiltration -----------------------------------------------------------------
@@ -157,7 +157,7 @@ ENGLISH_AND_TECHNICAL: tuple[RawPattern, ...] = (
         rf"|\b(?:append|add|include|embed|encode|put|insert){_S}{gap(4)}{_SECRET}{_S}{gap(2)}"
         rf"(?:in|into|to|as){_S}(?:the{_S}|a{_S}|an{_S}|your{_S})?{gap(1)}"
         rf"(?:url|link|image|query{_S}string|request|markdown{_S}image)\b"
-        rf"|{_NOT_NEGATED}\b(?:reveal|print|show|output|dump|leak|tell{_S}me|give{_S}me|send{_S}me)"
+        rf"|\b{_NOT_NEGATED}(?:reveal|print|show|output|dump|leak|tell{_S}me|give{_S}me|send{_S}me)"
         rf"{_S}(?:all{_S})?(?:of{_S})?your{_S}(?:api{_S}keys?|secrets?|passwords?|credentials|"
         rf"tokens?|access{_S}tokens?|env(?:ironment)?{_S}variables?|\.env)\b",
         False,
@@ -216,8 +216,9 @@ ENGLISH_AND_TECHNICAL: tuple[RawPattern, ...] = (
     (
         "html_comment_injection",
         "hides instructions in an HTML comment",
-        r"<!--[^>]{0,400}?(?:ignore|disregard|override|system\s+prompt|secret\s+instruction|"
-        r"hidden\s+instruction|ai\s+(?:agent|assistant)|language\s+model)[^>]{0,400}?-->",
+        rf"<!--[^>]{{0,400}}?(?:(?:ignore|disregard|override){_S}(?:all|the|any|previous|prior|above|"
+        rf"your|these|those|earlier|everything)|system{_S}prompt|secret{_S}instruction|"
+        rf"hidden{_S}instruction|ai{_S}(?:agent|assistant)|language{_S}model)[^>]{{0,400}}?-->",
         False,
         ("<!--",),
     ),

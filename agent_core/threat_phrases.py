@@ -20,7 +20,7 @@ __all__ = ["PHRASES"]
 _S = sep()
 _CJK_GAP = r"[^。！？!?]{0,12}?"
 _KO_GAP = r"[^.!?]{0,12}?"
-_SP = r"[\s*~`]*"  # spaces, or markdown emphasis
+_SP = r"[*~`\s]{0,8}"  # spaces, or markdown emphasis
 _URL_OR_MAIL = r"(?:https?://|ftp://|\S+@\S+\.)"
 
 # --- Chinese (simplified and traditional) ----------------------------------------------------

@@ -25,6 +25,7 @@ hard-coded credentials).
 from __future__ import annotations
 
 import html
+import importlib
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -77,22 +78,47 @@ class _Rule:
     regex: re.Pattern[str]
     strict_only: bool
     triggers: tuple[str, ...]
+    span: int  # no match is longer: a match lies within this distance of its trigger
+    # When every trigger starts with a non-ASCII letter: those letters, one search tells
+    # whether any trigger can occur at all (rules of scripts absent from the text cost one pass).
+    first_letters: re.Pattern[str] | None
 
 
 _NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
 
 
+# Unbounded repeats made bounded, so every rule has a known longest match.
+_BOUNDED = {
+    r"\w+": r"\w{1,40}", r"\w*": r"\w{0,40}", r"\s+": r"\s{1,16}", r"\s*": r"\s{0,16}",
+    r"\S+": r"\S{1,200}",
+}
+_UNBOUNDED_RE = re.compile("|".join(re.escape(k) for k in _BOUNDED))
+_MAX_SPAN = 1_200
+# The regex parser's getwidth() gives a pattern's longest match; `re` has no public API for it.
+_re_parser = importlib.import_module("re._parser")
+
+
 def _fold_source(source: str) -> str:
-    """Fold the literal (non-ASCII) parts of a pattern the way scanned text is folded."""
-    return _NON_ASCII_RUN.sub(lambda m: re.escape(fold(m.group())), source)
+    """Fold the literal (non-ASCII) parts of a pattern the way scanned text is folded, and
+    bound its repeats."""
+    source = _NON_ASCII_RUN.sub(lambda m: re.escape(fold(m.group())), source)
+    return _UNBOUNDED_RE.sub(lambda m: _BOUNDED[m.group()], source)
+
+
+def _rule(pid: str, reason: str, rx: str, strict: bool, triggers: tuple[str, ...]) -> _Rule:
+    regex = re.compile(_fold_source(rx), re.MULTILINE)
+    widest: int = _re_parser.parse(regex.pattern, regex.flags).getwidth()[1]
+    folded = tuple(t for t in dict.fromkeys(map(fold, triggers)) if t)
+    firsts = {t[0] for t in folded}
+    first_letters = (
+        re.compile("[" + "".join(map(re.escape, sorted(firsts))) + "]")
+        if folded and not any(c.isascii() for c in firsts) else None
+    )
+    return _Rule(pid, reason, regex, strict, folded, min(widest, _MAX_SPAN), first_letters)
 
 
 def _compile(raw: tuple[RawPattern, ...]) -> tuple[_Rule, ...]:
-    return tuple(
-        _Rule(pid, reason, re.compile(_fold_source(rx), re.MULTILINE), strict,
-              tuple(t for t in dict.fromkeys(fold(t) for t in triggers) if t))
-        for pid, reason, rx, strict, triggers in raw
-    )
+    return tuple(_rule(*entry) for entry in raw)
 
 
 _RULES = _compile(ENGLISH_AND_TECHNICAL + PHRASES)
@@ -105,32 +131,31 @@ def too_large(size: str) -> Finding:
     )
 
 
-# A match is never longer than this (gaps are bounded), so it lies within this distance of
-# the trigger it contains.
-_SPAN = 700
 _WS = re.compile(r"\s")
 
 
-def _windows(norm: str, triggers: tuple[str, ...], hits: dict[str, list[int]]) -> list[tuple[int, int]]:
+def _windows(norm: str, rule: _Rule, hits: dict[str, list[int]]) -> list[tuple[int, int]]:
     """Stretches of `norm` around trigger occurrences where a match could lie (merged); the
-    whole text when they would cover much of it anyway."""
-    n = len(norm)
-    most = n // (4 * _SPAN) + 2
+    whole text when they would cover much of it anyway; none when no trigger occurs."""
+    n, span = len(norm), rule.span
+    most = n // (4 * span) + 2
     starts: list[int] = []
-    for t in triggers:
+    for t in rule.triggers:
         if t not in hits:
-            found: list[int] = []
-            i = norm.find(t)
-            while i >= 0 and len(found) <= most:
-                found.append(i)
-                i = norm.find(t, i + 1)
+            count = norm.count(t)
+            found: list[int] = [-1] * count  # too many to be worth locating
+            if count <= most:
+                found, i = [], norm.find(t)
+                while i >= 0:
+                    found.append(i)
+                    i = norm.find(t, i + 1)
             hits[t] = found
         starts.extend(hits[t])
         if len(starts) > most:
             return [(0, n)]
     spans: list[tuple[int, int]] = []
     for i in sorted(starts):
-        lo, hi = max(0, i - _SPAN), min(n, i + _SPAN)
+        lo, hi = max(0, i - span), min(n, i + span)
         if spans and lo <= spans[-1][1]:
             spans[-1] = (spans[-1][0], hi)
         else:
@@ -149,10 +174,13 @@ def _edge(norm: str, at: int, step: int) -> int:
 
 def _match(norm: str, scope: ThreatScope, found: list[Finding], first_only: bool) -> None:
     hits: dict[str, list[int]] = {}
+    ascii_only = norm.isascii()
     for rule in _RULES:
         if rule.strict_only and scope != "strict":
             continue
-        spans = _windows(norm, rule.triggers, hits) if rule.triggers else [(0, len(norm))]
+        if rule.first_letters is not None and (ascii_only or not rule.first_letters.search(norm)):
+            continue
+        spans = _windows(norm, rule, hits) if rule.triggers else [(0, len(norm))]
         if any(rule.regex.search(norm, lo, hi) for lo, hi in spans):
             found.append(Finding(rule.reason, rule.pattern_id))
             if first_only:
