@@ -43,28 +43,22 @@ async def test_the_agent_cannot_write_an_injection_into_its_own_context_file(tmp
         assert "evil.example" not in model.requests[-1].body["messages"][0]["content"]
 
 
-async def test_a_new_session_gets_a_blocked_note_for_a_long_poisoned_agents_md(tmp_path, model):
+@pytest.mark.parametrize(
+    ("size", "note"),
+    [
+        (70_000, "[BLOCKED: AGENTS.md was not loaded because it asks the model to ignore"),
+        (400_000, "[SKIPPED: AGENTS.md was not loaded because it is "),
+    ],
+    ids=["poisoned-70kb", "oversized-400kb"],
+)
+async def test_a_new_session_gets_a_note_instead_of_an_unsafe_agents_md(tmp_path, model, size, note):
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    (workspace / "AGENTS.md").write_text(_padded(70_000))
+    (workspace / "AGENTS.md").write_text(_padded(size))
     model.enqueue(text("Hi!"))
     async with gateway(tmp_path, model) as (runner, fake):
         await fake.inject("hello", chat_id="c1", user_id="u1")
         await fake.wait_turns(1)
         system = model.requests[0].body["messages"][0]["content"]
-        assert "[BLOCKED: AGENTS.md was not loaded because it asks the model to ignore" in system
-        assert "evil.example" not in system and "HEAD-MARKER" not in system
-
-
-async def test_a_new_session_gets_a_skipped_note_for_an_oversized_agents_md(tmp_path, model):
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    (workspace / "AGENTS.md").write_text(_padded(400_000))
-    model.enqueue(text("Hi!"))
-    async with gateway(tmp_path, model) as (runner, fake):
-        await fake.inject("hello", chat_id="c1", user_id="u1")
-        await fake.wait_turns(1)
-        system = model.requests[0].body["messages"][0]["content"]
-        assert "[SKIPPED: AGENTS.md was not loaded because it is" in system
-        assert "threat-scan limit; none of it was read into this prompt.]" in system
+        assert note in system
         assert "HEAD-MARKER" not in system and "evil.example" not in system
