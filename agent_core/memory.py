@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from agent_core.threats import ThreatScope, scan
+from agent_core.threats import ThreatScope, screen
 
 try:  # POSIX advisory locks; elsewhere the in-process lock still serialises writers.
     import fcntl
@@ -135,8 +135,9 @@ class MemoryStore:
         """The prompt block for what is on disk now (empty string when the files are empty);
         only the files of `targets`.
 
-        Entries that fail the threat scan (e.g. edited into the file by hand) are replaced by a
-        `[BLOCKED: ...]` line in the rendered text only; the file is left alone.
+        Every entry is threat-scanned whole; one that fails (e.g. edited into the file by hand,
+        or too large to scan) is replaced by a `[BLOCKED: ...]` line in the rendered text only
+        and logged; the file is left alone. Blocking file I/O and CPU work.
         """
         blocks: list[str] = []
         for target in targets:
@@ -155,7 +156,9 @@ class MemoryStore:
         return "# Memory\n\n" + "\n\n".join(blocks)
 
     def _render_entry(self, target: MemoryTarget, entry: str) -> str:
-        finding = scan(entry, scope=self._scope)
+        finding = screen(
+            entry, source=f"{_FILES[target]} entry", kind="memory", scope=self._scope
+        ).finding
         if finding is None:
             return entry
         return (
@@ -247,7 +250,9 @@ class MemoryStore:
                 target, self.entries(target), False,
                 "Content cannot contain a line holding only '§' (it separates entries).",
             )
-        finding = scan(content, scope=self._scope)
+        finding = screen(
+            content, source=f"{_FILES[target]} entry", kind="memory_write", scope=self._scope
+        ).finding
         if finding:
             return self._result(
                 target,

@@ -21,10 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_core.threats import scan
+from agent_core.threats import MAX_SCAN_CHARS, PromptTextKind, refuse_oversized, screen
 
 __all__ = [
     "CONTEXT_FILE_MAX_CHARS",
+    "CONTEXT_FILE_NAMES",
+    "PROMPT_FILE_NAMES",
     "DEFAULT_IDENTITY",
     "PromptInputs",
     "build_system_prompt",
@@ -100,6 +102,12 @@ _MONTHS = (
 
 _HERMES_FILES = (".hermes.md", "HERMES.md")
 _CWD_ONLY_FILES = ("AGENTS.md", "agents.md", "CLAUDE.md", "claude.md", ".cursorrules")
+#: Names of the project context files the prompt loads (first found wins).
+CONTEXT_FILE_NAMES = _HERMES_FILES + _CWD_ONLY_FILES
+#: Every file name whose text the prompt loads: context files and the identity file.
+PROMPT_FILE_NAMES = (*CONTEXT_FILE_NAMES, "SOUL.md")
+# UTF-8 needs at most 4 bytes a character: more bytes than this cannot be under the limit.
+_MAX_READ_BYTES = 4 * MAX_SCAN_CHARS
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +142,32 @@ def needs_tool_enforcement(model: str) -> bool:
     return bool(_ENFORCED_FAMILIES.search(model.lower()))
 
 
-def _read_text(path: Path) -> str | None:
+@dataclass(frozen=True, slots=True)
+class _Oversized:
+    """A file too large to scan: its size in bytes (nothing of it is kept)."""
+
+    size: int
+
+
+def _read_text(path: Path) -> str | _Oversized | None:
+    """The file's text, `_Oversized` when it has more bytes than could be scanned, None when
+    unreadable. Reads at most `_MAX_READ_BYTES + 1` bytes."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as fh:
+            data = fh.read(_MAX_READ_BYTES + 1)
+            if len(data) > _MAX_READ_BYTES:
+                return _Oversized(max(path.stat().st_size, len(data)))
     except OSError:
         return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _admitted(name: str, raw: str | _Oversized, kind: PromptTextKind) -> tuple[str, str]:
+    """(text, "") when `raw` passed the threat scan whole, ("", note) when it was refused."""
+    if isinstance(raw, _Oversized):
+        return "", refuse_oversized(source=name, kind=kind, size=f"{raw.size:,} bytes").note
+    screened = screen(raw, source=name, kind=kind, scope="context")
+    return (raw, "") if screened.ok else ("", screened.note)
 
 
 def _truncate(text: str, cap: int, name: str) -> str:
@@ -151,13 +180,6 @@ def _truncate(text: str, cap: int, name: str) -> str:
         f"{len(text):,} characters; read the file itself for the rest ...]\n\n"
         + text[-tail:]
     )
-
-
-def _blocked(name: str, text: str) -> str | None:
-    finding = scan(text, scope="context")
-    if finding is None:
-        return None
-    return f"[BLOCKED: {name} was not loaded because it {finding.reason} ({finding.pattern_id}).]"
 
 
 def _strip_front_matter(text: str) -> str:
@@ -196,8 +218,10 @@ def load_project_context(cwd: Path, max_chars: int = CONTEXT_FILE_MAX_CHARS) -> 
     """The project-context block for `cwd` (empty when no context file exists).
 
     First match wins: `.hermes.md` / `HERMES.md` from `cwd` up to the git root, then
-    `AGENTS.md`, `CLAUDE.md`, `.cursorrules` in `cwd` only. A file that fails the threat scan
-    is replaced by `[BLOCKED: ...]`; a long one is cut to head + tail. Blocking file I/O.
+    `AGENTS.md`, `CLAUDE.md`, `.cursorrules` in `cwd` only. The whole file is threat-scanned
+    before anything of it is used: a file that fails is replaced by a one-line
+    `[BLOCKED: ...]` note, one over the scan limit by a `[SKIPPED: ...]` note (both logged);
+    a long file that passed is shown as head + tail. Blocking file I/O and CPU work.
     """
     cwd = Path(cwd).resolve(strict=False)
     path = _find_context_file(cwd)
@@ -206,14 +230,16 @@ def load_project_context(cwd: Path, max_chars: int = CONTEXT_FILE_MAX_CHARS) -> 
     raw = _read_text(path)
     if raw is None:
         return ""
-    text = raw.removeprefix("\ufeff")
-    if path.name in _HERMES_FILES:
-        text = _strip_front_matter(text)
-    text = text.strip()
-    if not text:
-        return ""
     name = path.name
-    body = _blocked(name, text) or _truncate(text, max_chars, name)
+    if isinstance(raw, str):
+        raw = raw.removeprefix("\ufeff")
+        if name in _HERMES_FILES:
+            raw = _strip_front_matter(raw)
+        raw = raw.strip()
+        if not raw:
+            return ""
+    text, note = _admitted(name, raw, "context_file")
+    body = note or _truncate(text, max_chars, name)
     return (
         "# Project context\n\n"
         "The following project instructions were loaded from the working directory; follow "
@@ -225,12 +251,13 @@ def _identity(soul_path: Path | None) -> str:
     if soul_path is None:
         return DEFAULT_IDENTITY
     raw = _read_text(soul_path)
-    text = (raw or "").removeprefix("\ufeff").strip()
-    if not text:
+    if isinstance(raw, str):
+        raw = raw.removeprefix("\ufeff").strip()
+    if not raw:
         return DEFAULT_IDENTITY
-    blocked = _blocked("SOUL.md", text)
-    if blocked:
-        return f"{DEFAULT_IDENTITY}\n\n{blocked}"
+    text, note = _admitted("SOUL.md", raw, "soul")
+    if note:
+        return f"{DEFAULT_IDENTITY}\n\n{note}"
     return _truncate(text, SOUL_MAX_CHARS, "SOUL.md")
 
 

@@ -7,12 +7,13 @@ system prompt, so a restart continues exactly where the session was.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from pathlib import Path
 from typing import Any
 
 from agent_core.agent import Agent, AgentConfig
-from agent_core.memory import MemoryStore
+from agent_core.memory import MemoryStore, MemoryTarget
 from agent_core.ports import AgentPorts
 from agent_core.prompt import PromptInputs, build_system_prompt_async
 from agent_core.provider import ProviderRouter, ProviderSettings
@@ -96,12 +97,16 @@ class AgentFactory:
         `MEMORY.md` (per profile, or theirs with `memory.scope: user`) and the project context
         of their workspace are included. A group session (None) gets the profile's
         `MEMORY.md` only, and project context only from a shared workspace. Reads the files
-        off the event loop."""
+        (and runs the threat scan) off the event loop."""
         spaces = self.spaces
         memory_dir = spaces.memory_dir(audience)
-        memory = "" if memory_dir is None else MemoryStore(
-            memory_dir, user_dir=spaces.user_dir(audience) if audience else None,
-        ).snapshot(("memory", "user") if audience else ("memory",))
+        if memory_dir is None:
+            memory = ""
+        else:
+            store = MemoryStore(memory_dir,
+                                user_dir=spaces.user_dir(audience) if audience else None)
+            targets: tuple[MemoryTarget, ...] = ("memory", "user") if audience else ("memory",)
+            memory = await asyncio.to_thread(store.snapshot, targets)  # reads + threat scan
         if audience is not None:
             cwd: Path | None = spaces.workspace(audience)
         else:

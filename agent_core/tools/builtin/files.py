@@ -2,6 +2,11 @@
 
 Every path goes through `resolve_in_workspace` (refuses `..`, outside absolute paths and
 symlinks leading out). Blocking file work runs in a worker thread.
+
+A write that would change a file the system prompt loads (a context file such as AGENTS.md
+or .hermes.md, SOUL.md, or anything in the memory directory) is threat-scanned whole first
+and refused, with nothing written, when it fails: the agent cannot plant instructions for
+its own later sessions. (The prompt scans those files again when it loads them.)
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from agent_core.interrupt import InterruptSignal
+from agent_core.prompt import PROMPT_FILE_NAMES
+from agent_core.threats import screen
 from agent_core.tools.base import ToolContext
 from agent_core.tools.builtin._workspace import (
     atomic_write_text,
@@ -121,13 +128,32 @@ def _read_file_sync(ws: Path, args: ReadFileArgs) -> str:
     return "\n".join(out)
 
 
-def _write_file_sync(ws: Path, args: WriteFileArgs) -> str:
+_PROMPT_NAMES = frozenset(n.lower() for n in PROMPT_FILE_NAMES)
+
+
+def _refuse_prompt_poison(path: Path, shown: str, text: str, memory_dir: Path | None) -> None:
+    """Raise ToolError when `path` is a file the prompt loads and `text` fails the scan."""
+    in_memory = memory_dir is not None and path.is_relative_to(memory_dir.resolve(strict=False))
+    if not in_memory and path.name.lower() not in _PROMPT_NAMES:
+        return
+    finding = screen(
+        text, source=shown, kind="tool_write", scope="strict" if in_memory else "context"
+    ).finding
+    if finding is not None:
+        raise ToolError(
+            f"Refused: {shown} is loaded into the system prompt of later sessions and this "
+            f"content {finding.reason} (pattern {finding.pattern_id}). Nothing was written."
+        )
+
+
+def _write_file_sync(ws: Path, args: WriteFileArgs, memory_dir: Path | None = None) -> str:
     if len(args.content) > MAX_WRITE_CHARS:
         raise ToolError(f"Content too large ({len(args.content):,} chars; limit {MAX_WRITE_CHARS:,}).")
     path = resolve_in_workspace(ws, args.path)
     shown = display_path(ws, path)
     if path.is_dir():
         raise ToolError(f"{shown} is a directory.")
+    _refuse_prompt_poison(path, shown, args.content, memory_dir)
     existed = path.exists()
     written = atomic_write_text(path, args.content)
     lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
@@ -135,7 +161,7 @@ def _write_file_sync(ws: Path, args: WriteFileArgs) -> str:
     return f"{verb} {shown}: {written:,} bytes, {lines} lines."
 
 
-def _patch_sync(ws: Path, args: PatchArgs) -> str:
+def _patch_sync(ws: Path, args: PatchArgs, memory_dir: Path | None = None) -> str:
     if not args.old_string:
         raise ToolError("old_string must not be empty.")
     if args.old_string == args.new_string:
@@ -156,7 +182,9 @@ def _patch_sync(ws: Path, args: PatchArgs) -> str:
         )
     at = text.index(args.old_string)
     line = text.count("\n", 0, at) + 1
-    atomic_write_text(path, text.replace(args.old_string, args.new_string, 1))
+    patched = text.replace(args.old_string, args.new_string, 1)
+    _refuse_prompt_poison(path, shown, patched, memory_dir)
+    atomic_write_text(path, patched)
     removed = args.old_string.count("\n") + 1
     added = args.new_string.count("\n") + 1
     return f"Patched {shown} at line {line}: replaced {removed} line(s) with {added}."
@@ -241,11 +269,11 @@ async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
 
 
 async def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
-    return await asyncio.to_thread(_write_file_sync, ctx.workspace, args)
+    return await asyncio.to_thread(_write_file_sync, ctx.workspace, args, ctx.memory_dir)
 
 
 async def patch(args: PatchArgs, ctx: ToolContext) -> str:
-    return await asyncio.to_thread(_patch_sync, ctx.workspace, args)
+    return await asyncio.to_thread(_patch_sync, ctx.workspace, args, ctx.memory_dir)
 
 
 async def search_files(args: SearchFilesArgs, ctx: ToolContext) -> str:
