@@ -15,12 +15,16 @@ from dataclasses import dataclass
 import lxml.etree
 import lxml.html
 import trafilatura
+from trafilatura.settings import use_config
 
 __all__ = ["FULL_EXTRACTION_MAX_CHARS", "Extracted", "extract_page"]
 
 FULL_EXTRACTION_MAX_CHARS = 200_000
 _NOISE = ("script", "style", "noscript", "svg", "template", "iframe", "object", "embed",
           "canvas", "math")
+_CONFIG = use_config()
+_CONFIG.set("DEFAULT", "MIN_EXTRACTED_SIZE", "1")  # short pages are pages too
+_CONFIG.set("DEFAULT", "EXTRACTION_TIMEOUT", "0")  # its signal-based timeout needs the main thread
 _TEXT_TYPES = ("text/plain", "text/markdown", "text/csv", "application/json", "text/xml",
                "application/xml")
 
@@ -67,7 +71,8 @@ def extract_page(body: bytes, *, content_type: str, charset: str | None,
     method = "markdown"
     if visible <= FULL_EXTRACTION_MAX_CHARS:
         text = trafilatura.extract(tree, url=url, output_format="markdown", include_links=True,
-                                   include_tables=True, include_comments=False, fast=True)
+                                   include_tables=True, include_comments=False, fast=True,
+                                   config=_CONFIG)
     if not text:
         method = "text"
         text = trafilatura.html2txt(tree)
