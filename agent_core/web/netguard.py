@@ -226,6 +226,18 @@ def _blocked_reason(exc: BaseException) -> str | None:
     return None
 
 
+async def _read_capped(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
+    """The whole body, or FetchError as soon as it grows past `max_bytes`."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_chunked(256 * 1024):
+        size += len(chunk)
+        if size > max_bytes:
+            raise FetchError(f"too large: more than {max_bytes} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def fetch(url: str, policy: AddressPolicy, limits: FetchLimits, *,
                 accept: str = "*/*", resolver: AbstractResolver | None = None) -> Fetched:
     """GET `url` under the policy, following redirects itself (each hop checked). Reads at
@@ -248,9 +260,7 @@ async def fetch(url: str, policy: AddressPolicy, limits: FetchLimits, *,
                     size = resp.content_length
                     if size is not None and size > limits.max_bytes:
                         raise FetchError(f"too large: {size} bytes (limit {limits.max_bytes})")
-                    body = await resp.content.read(limits.max_bytes + 1)
-                    if len(body) > limits.max_bytes:
-                        raise FetchError(f"too large: more than {limits.max_bytes} bytes")
+                    body = await _read_capped(resp, limits.max_bytes)
                     return Fetched(str(current), resp.status, resp.content_type, resp.charset,
                                    body, hops)
             raise FetchError(f"too many redirects (more than {limits.max_redirects})")

@@ -203,3 +203,13 @@ async def test_two_web_extract_calls_of_one_batch_run_in_parallel(tmp_path: Path
         assert [o.ok for o in outs] == [True, True], [o.content for o in outs]
         assert "Tram timetable" in outs[1].content
         assert outs[1].started_at < outs[0].finished_at
+
+
+async def test_a_large_page_is_read_to_its_end(tmp_path: Path) -> None:
+    """The body arrives in many chunks; the text at its end must be there."""
+    filler = "<script>var s = '" + "x" * 1_500_000 + "';</script>"
+    page = f"<html><head>{filler}</head><body><article><h1>End</h1><p>The last line.</p></article></body></html>"
+    async with FakeWebServer() as site:
+        site.pages["/long"] = Page(page)
+        out = await extract(settings("127.0.0.1"), f"{site.base_url}/long", tmp=tmp_path)
+    assert out.ok and "The last line." in out.content, out.content[:300]
