@@ -57,9 +57,16 @@ def extract_page(body: bytes, *, content_type: str, charset: str | None,
         raise ValueError(f"the page is {ctype}, not text or HTML")
     if not body.strip():
         raise ValueError("the page is empty")
+    parser = None
+    if charset:
+        try:
+            "".encode(charset)
+            parser = lxml.html.HTMLParser(encoding=charset)
+        except (LookupError, ValueError):
+            parser = None
     try:
-        tree = lxml.html.document_fromstring(body)
-    except (lxml.etree.ParserError, ValueError) as exc:
+        tree = lxml.html.document_fromstring(body, parser=parser)
+    except (lxml.etree.ParserError, ValueError, LookupError) as exc:
         raise ValueError(f"the page could not be parsed as HTML ({type(exc).__name__})") from None
     title_el = tree.find(".//title")
     title = " ".join((title_el.text_content() if title_el is not None else "").split())

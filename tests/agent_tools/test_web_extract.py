@@ -9,6 +9,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from pydantic import SecretStr
 
@@ -16,7 +17,7 @@ from agent_core.provider import ProviderSettings
 from agent_core.tools.base import ToolCall, ToolContext, ToolOutcome
 from agent_core.tools.builtin.web_extract import WebFetchSettings, web_extract_tool
 from agent_core.tools.registry import ToolRegistry
-from agent_core.web.netguard import AddressPolicy, FetchLimits
+from agent_core.web.netguard import AddressPolicy, BlockedAddress, FetchLimits, guarded_session
 from gateway.compression.summarizer import AuxSummarizer
 from tests.fakes.openai_server import FakeOpenAIServer, server_error, text
 from tests.fakes.web_server import FakeWebServer, Page
@@ -213,3 +214,45 @@ async def test_a_large_page_is_read_to_its_end(tmp_path: Path) -> None:
         site.pages["/long"] = Page(page)
         out = await extract(settings("127.0.0.1"), f"{site.base_url}/long", tmp=tmp_path)
     assert out.ok and "The last line." in out.content, out.content[:300]
+
+
+async def test_the_charset_of_the_response_is_honoured(tmp_path: Path) -> None:
+    page = "<html><body><article><h1>Новости</h1><p>Паром отправляется в 07:45.</p></article></body></html>"
+    async with FakeWebServer() as site:
+        site.pages["/ru"] = Page(page.encode("windows-1251"),
+                                 headers={"Content-Type": "text/html; charset=windows-1251"})
+        out = await extract(settings("127.0.0.1"), f"{site.base_url}/ru", tmp=tmp_path)
+    assert out.ok and "Паром отправляется в 07:45." in json.loads(out.content)["results"][0]["content"]
+
+
+async def test_no_tcp_connection_is_made_to_a_refused_address(tmp_path: Path) -> None:
+    """A raw listener counts accepted connections: the URL check, and on its own the
+    connector's connect-time check (reached here by bypassing the URL check), refuse before
+    any connection."""
+    accepted: list[object] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer.get_extra_info("peername"))
+        writer.close()
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        out = await extract(settings(), f"http://127.0.0.1:{port}/", tmp=tmp_path)
+        assert not out.ok and "loopback" in out.content
+        async with guarded_session(AddressPolicy(), FetchLimits(timeout_s=2)) as session:
+            try:
+                await session.get(f"http://127.0.0.1:{port}/")
+            except aiohttp.ClientConnectorError as exc:
+                assert isinstance(exc.os_error, BlockedAddress)
+            else:
+                raise AssertionError("the guarded session connected to 127.0.0.1")
+        await asyncio.sleep(0.05)
+        assert accepted == []
+        # The same listener is reachable when allow-listed (so the count above can fail).
+        await extract(settings("127.0.0.1"), f"http://127.0.0.1:{port}/", tmp=tmp_path)
+        await asyncio.sleep(0.05)
+        assert accepted
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -89,6 +89,8 @@ class FakeWebServer(_Site):
         if page.gate is not None:
             await page.gate.wait()
         body = page.body.encode() if isinstance(page.body, str) else page.body
+        if "Content-Type" in page.headers:  # given whole, charset included
+            return web.Response(status=page.status, body=body, headers=page.headers)
         return web.Response(status=page.status, body=body, headers=page.headers,
                             content_type=page.content_type)
 
