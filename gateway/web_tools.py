@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 import structlog
 
 from agent_core.tools.builtin.vision import VisionSettings, vision_tool
-from agent_core.tools.builtin.web_extract import WebFetchSettings, web_extract_tool
+from agent_core.tools.builtin.web_extract import (
+    CONDENSE_INPUT_CHARS,
+    WebFetchSettings,
+    web_extract_tool,
+)
 from agent_core.tools.builtin.web_search import web_search_tool
 from agent_core.tools.registry import Tool
 from agent_core.web.netguard import AddressPolicy, FetchLimits
@@ -53,13 +57,16 @@ class WebTools:
         fetch = FetchLimits(timeout_s=web.fetch.timeout_s, max_bytes=web.fetch.max_bytes,
                             max_redirects=web.fetch.max_redirects)
         condenser = None
+        aux_name, aux_cfg, aux_model = config.auxiliary_target()
         if web.fetch.condense:
-            aux_name, aux_cfg, aux_model = config.auxiliary_target()
             condenser = AuxSummarizer(provider_settings(aux_name, aux_cfg, model=aux_model))
             out.clients.append(condenser)
-        fetch_settings = WebFetchSettings(policy=AddressPolicy.of(web.allow_private),
-                                          limits=fetch, max_chars=web.fetch.max_chars,
-                                          condenser=condenser)
+        # Half the auxiliary window for the page, at about 3 characters a token.
+        window_chars = aux_cfg.context_length * 3 // 2
+        fetch_settings = WebFetchSettings(
+            policy=AddressPolicy.of(web.allow_private), limits=fetch,
+            max_chars=web.fetch.max_chars, condenser=condenser,
+            condense_input_chars=max(4_000, min(CONDENSE_INPUT_CHARS, window_chars)))
         s = web.search
         search = SearchSettings(s.backend, base_url=s.base_url,
                                 api_key=s.api_key.get_secret_value() if s.api_key else None,

@@ -6,6 +6,7 @@ Kept apart from `gateway.config.tools` so the toolset settings and these can gro
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
@@ -25,6 +26,9 @@ def _opt_url(value: str | None) -> str | None:
     return value.rstrip("/")
 
 
+_HOST = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
+
+
 def _allow_entry(value: str) -> str:
     """A host name, an IP address or a CIDR block (checked here so a typo fails at start-up)."""
     text = value.strip().lower().rstrip(".")
@@ -32,7 +36,7 @@ def _allow_entry(value: str) -> str:
         raise ValueError("empty entry")
     if "/" in text or text.replace(".", "").isdigit() or ":" in text:
         ipaddress.ip_network(text, strict=False)  # raises ValueError with a clear message
-    elif not all(part and len(part) <= 63 for part in text.split(".")):
+    elif not _HOST.fullmatch(text) or not all(0 < len(p) <= 63 for p in text.split(".")):
         raise ValueError(f"{value!r} is not a host name, address or CIDR block")
     return text
 

@@ -23,12 +23,12 @@ from agent_core.tools.registry import Tool, ToolError
 from agent_core.web.extract import extract_page
 from agent_core.web.netguard import AddressPolicy, FetchError, FetchLimits, fetch
 
-__all__ = ["WebExtractArgs", "WebFetchSettings", "web_extract_tool"]
+__all__ = ["CONDENSE_INPUT_CHARS", "WebExtractArgs", "WebFetchSettings", "web_extract_tool"]
 
 log = structlog.get_logger("agent_core.tools.web")
 
 _ACCEPT = "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5"
-#: How much of a long page the auxiliary model reads when condensing it.
+#: How much of a long page the auxiliary model reads at most when condensing it.
 CONDENSE_INPUT_CHARS = 120_000
 CONDENSE_PROMPT = (
     "Condense the web page below for an assistant who will answer the user's question with "
@@ -41,12 +41,14 @@ CONDENSE_PROMPT = (
 @dataclass(frozen=True)
 class WebFetchSettings:
     """What `web_extract` and `vision_analyze` fetch with. `condenser` is the auxiliary model
-    (None: long pages are cut). `resolver` replaces the system resolver (tests)."""
+    (None: long pages are cut) and reads at most `condense_input_chars` of a page (sized to
+    its window). `resolver` replaces the system resolver (tests)."""
 
     policy: AddressPolicy = field(default_factory=AddressPolicy)
     limits: FetchLimits = field(default_factory=FetchLimits)
     max_chars: int = 20_000
     condenser: Summarizer | None = None
+    condense_input_chars: int = CONDENSE_INPUT_CHARS
     resolver: AbstractResolver | None = None
 
 
@@ -66,7 +68,7 @@ def _cut(text: str, limit: int) -> str:
 async def _condense(url: str, text: str, settings: WebFetchSettings) -> tuple[str, bool]:
     """(content, condensed?) for a long page; never raises."""
     if settings.condenser is not None:
-        source = text[:CONDENSE_INPUT_CHARS]
+        source = text[: settings.condense_input_chars]
         messages = [
             {"role": "system", "content": CONDENSE_PROMPT},
             {"role": "user", "content": f"Source: {url}\n\n{source}"},
