@@ -100,3 +100,59 @@ async def test_telegram_user_asks_about_a_photo_they_sent(tmp_path: Path,
         await g.turn(g.group, BOB, "describe Ada's photo", "I cannot see that file.")
         assert len(model.requests) == before + 2  # no vision request in between
         assert "neither an http(s) URL nor a file" in tool_results(model.requests[-1])[-1]
+
+
+def png(size: tuple[int, int] = (32, 32)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", size, (20, 20, 220)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+async def test_api_user_has_an_image_url_looked_at_by_the_auxiliary_vision_model(
+        tmp_path: Path, model: FakeOpenAIServer) -> None:
+    async with FakeWebServer() as site:
+        site.pages["/chart"] = Page(png(), content_type="image/png")
+        adapter = ApiAdapter("api", {"host": "127.0.0.1", "port": 0, "api_keys": [KEY]})
+        async with runner_for(tmp_path, model, adapters={"api": adapter},
+                              compression__enabled=False, auxiliary__vision_model="vision-m",
+                              tools__web__allow_private=["127.0.0.1"]):
+            model.enqueue(
+                tool_calls(call("vision_analyze", {"image": f"{site.base_url}/chart",
+                                                   "question": "Which colour?"})),
+                text("Blue."),
+                text("The chart is blue."))
+            client = AsyncOpenAI(base_url=f"http://127.0.0.1:{adapter.port}/v1", api_key=KEY,
+                                 max_retries=0, timeout=30)
+            try:
+                resp = await client.chat.completions.create(
+                    model="hermes-agent",
+                    messages=[{"role": "user", "content": f"Look at {site.base_url}/chart"}])
+            finally:
+                await client.close()
+    assert resp.choices[0].message.content == "The chart is blue."
+    assert "vision_analyze" in {t["function"]["name"] for t in model.requests[0].body["tools"]}
+    vision = model.requests[1]
+    assert vision.body["model"] == "vision-m" and "tools" not in vision.body
+    part = vision.body["messages"][-1]["content"][1]
+    assert part["image_url"]["url"].startswith("data:image/png;base64,")
+    assert json.loads(tool_results(model.requests[2])[-1])["analysis"] == "Blue."
+
+
+async def test_telegram_user_searches_and_reads_a_page(tmp_path: Path,
+                                                       model: FakeOpenAIServer) -> None:
+    async with FakeWebServer() as site, FakeSearchServer() as brave:
+        site.pages["/ferry"] = Page(PAGE)
+        brave.hits = [("Ferry timetable changes", f"{site.base_url}/ferry", "07:45")]
+        async with group_gateway(tmp_path, model,
+                                 tools__web__search={"backend": "brave", "api_key": "BSA-k",
+                                                     "base_url": brave.base_url},
+                                 tools__web__allow_private=["127.0.0.1"]) as g:
+            model.enqueue(
+                tool_calls(call("web_search", {"query": "ferry"}),
+                           call("web_extract", {"urls": [f"{site.base_url}/ferry"]})),
+                text("From Monday the ferry leaves at 07:45."))
+            await g.turn(g.ada_dm, ADA, "ferry news?", "From Monday the ferry leaves at 07:45.")
+        search, page = tool_results(model.requests[-1])[-2:]
+        assert json.loads(search)["results"][0]["title"] == "Ferry timetable changes"
+        assert "# Ferry timetable changes" in page
+        assert brave.requests[0][2]["X-Subscription-Token"] == "BSA-k"
