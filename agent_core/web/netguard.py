@@ -16,6 +16,7 @@ Proxies from the environment are ignored (`trust_env=False`): a proxy would conn
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import socket
 from collections.abc import Iterable
@@ -240,13 +241,15 @@ async def _read_capped(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
 
 async def fetch(url: str, policy: AddressPolicy, limits: FetchLimits, *,
                 accept: str = "*/*", resolver: AbstractResolver | None = None) -> Fetched:
-    """GET `url` under the policy, following redirects itself (each hop checked). Reads at
-    most `limits.max_bytes` (a longer body is an error). Raises FetchError for every failure
-    (refused address, HTTP error status, too large, timeout, network)."""
+    """GET `url` under the policy, following redirects itself (each hop checked), all within
+    `limits.timeout_s`. Reads at most `limits.max_bytes` (a longer body is an error). Raises
+    FetchError for every failure (refused address, HTTP error status, too large, timeout,
+    network)."""
     current = check_url(url, policy)
     hops: list[str] = []
     try:
-        async with guarded_session(policy, limits, resolver=resolver) as session:
+        async with asyncio.timeout(limits.timeout_s), \
+                guarded_session(policy, limits, resolver=resolver) as session:
             for _ in range(limits.max_redirects + 1):
                 async with session.get(current, allow_redirects=False,
                                        headers={"Accept": accept}) as resp:
