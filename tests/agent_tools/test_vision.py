@@ -129,3 +129,17 @@ async def test_other_users_files_and_non_images_are_refused(tmp_path: Path) -> N
         out = await analyze(model, ctx, "notes.txt")
         assert not out.ok and "not a supported image" in out.content
         assert model.requests == []
+
+
+def test_a_decompression_bomb_is_refused_before_decoding() -> None:
+    from agent_core.web.images import ImageError, prepare_image
+
+    buf = io.BytesIO()
+    Image.new("1", (9000, 8000)).save(buf, format="PNG")  # 72 Mpx, a few KB compressed
+    assert len(buf.getvalue()) < 100_000
+    try:
+        prepare_image(buf.getvalue())
+    except ImageError as exc:
+        assert "too large to decode (9000x8000 pixels)" in str(exc)
+    else:
+        raise AssertionError("a 72-megapixel image was decoded")
