@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from agent_core.ports import AgentPorts
 from agent_core.prompt import PromptInputs, build_system_prompt_async
 from agent_core.provider import ProviderRouter, ProviderSettings
 from agent_core.tools.base import ToolContext
-from agent_core.tools.registry import ToolRegistry, default_registry
+from agent_core.tools.registry import Tool, ToolRegistry, default_registry
 from gateway.config.models import HermesConfig, ProviderConfig
 from gateway.events import Principal
 from gateway.paths import ProfilePaths
@@ -62,11 +63,15 @@ class AgentFactory:
         *,
         registry: ToolRegistry | None = None,
         router: ProviderRouter | None = None,
+        tools: Sequence[Tool] = (),
     ) -> None:
+        """`tools` join the built-in ones (e.g. `gateway.web_tools.WebTools.tools`)."""
         self._config = config
         self._paths = paths
         self.router = router or ProviderRouter(_chain(config))
         self.registry = registry or default_registry()
+        for tool in tools:
+            self.registry.register(tool)
         main = config.providers[config.model.provider]
         self.model = main.model
         self.context_length = main.context_length
@@ -126,9 +131,10 @@ class AgentFactory:
         )
 
     def build(self, system_prompt: str, *, session_id: str, ports: AgentPorts,
-              principal: Principal, extra: dict[str, Any] | None = None) -> Agent:
+              principal: Principal, extra: dict[str, Any] | None = None,
+              attachments_dir: Path | None = None) -> Agent:
         """An agent whose tools act for `principal`: its workspace, its `USER.md` and the
-        `MEMORY.md` of `memory.scope`."""
+        `MEMORY.md` of `memory.scope`; `attachments_dir` is the chat's attachment cache."""
         spaces = self.spaces
         workspace = spaces.workspace(principal)
 
@@ -138,6 +144,7 @@ class AgentFactory:
                 memory_dir=spaces.memory_dir(principal),
                 user_dir=spaces.user_dir(principal),
                 output_dir=workspace / TOOL_OUTPUT,
+                attachments_dir=attachments_dir,
                 ports=ports,
                 session_id=session_id,
                 extra=extra if extra is not None else {},

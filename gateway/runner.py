@@ -51,6 +51,7 @@ from gateway.sessions.inbox import DurableInbox
 from gateway.supervisor import AdapterSupervisor
 from gateway.turns import TurnService
 from gateway.watchdog import LoopWatchdog
+from gateway.web_tools import WebTools
 from gateway.wiring import GatewayParts, GatewayStore, wire
 from hermes_common.waits import cancel_and_wait
 
@@ -286,7 +287,9 @@ class GatewayRunner:
 
     def _build_agents(self, stack: AsyncExitStack) -> AgentFactory:
         try:
-            agents = AgentFactory(self.config, self.paths)
+            web = WebTools.from_config(self.config)
+            stack.push_async_callback(_quietly, "web_tools", web.aclose)
+            agents = AgentFactory(self.config, self.paths, tools=web.tools)
         except KeyError as exc:
             raise ConfigurationError(str(exc)) from exc
         stack.push_async_callback(_quietly, "agents", agents.aclose)

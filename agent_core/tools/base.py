@@ -48,13 +48,16 @@ class ToolOutcome:
 class ToolContext:
     """What a running tool may use. Built once per turn by whoever runs the agent, for the
     user the turn acts for: `workspace` is the file tools' root, `memory_dir` holds the
-    `MEMORY.md` and `user_dir` the `USER.md` the memory tool edits."""
+    `MEMORY.md` and `user_dir` the `USER.md` the memory tool edits, `attachments_dir` the
+    files users sent in this chat. A tool reads no other folder of the profile."""
 
     workspace: Path
     memory_dir: Path | None = None
     #: Where the user's `USER.md` lives (None: beside `MEMORY.md` in `memory_dir`).
     user_dir: Path | None = None
     output_dir: Path | None = None
+    #: The current chat's cached inbound attachments (read-only for tools; None: no chat).
+    attachments_dir: Path | None = None
     ports: AgentPorts = field(default_factory=AgentPorts)
     interrupt: InterruptSignal = field(default_factory=InterruptSignal)
     session_id: str | None = None

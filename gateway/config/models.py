@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from gateway.config.base import ConfigModel, IdList, OptSecret, SecretList, reveal
 from gateway.config.errors import Problem
 from gateway.config.platforms import PlatformsConfig
+from gateway.config.tools import ToolsConfig
 from gateway.ports import ToolProgress
 
 __all__ = [
@@ -60,6 +61,8 @@ class ProviderConfig(ConfigModel):
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=20)
     credential_strategy: Literal["fill_first", "round_robin"] = "fill_first"
+    vision: bool = False
+    """The model accepts image parts (`vision_analyze` then uses it)."""
 
     def keys(self) -> list[str]:
         """Plain key values, in pool order."""
@@ -81,6 +84,9 @@ class AuxiliaryConfig(ConfigModel):
 
     provider: str | None = None
     model: str | None = None
+    vision_model: str | None = None
+    """Model (of `auxiliary.provider`) for `vision_analyze` when the main model has no
+    vision; None and no vision main model = no `vision_analyze`."""
 
 
 def _clamp_ratio(value: float) -> float:
@@ -241,6 +247,7 @@ class HermesConfig(ConfigModel):
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     security: SecurityConfig = Field(default_factory=SecurityConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
 
     def provider(self, name: str | None = None) -> ProviderConfig:
         """Provider `name` (default: `model.provider`). Raises KeyError if undefined."""
@@ -255,6 +262,8 @@ class HermesConfig(ConfigModel):
     def secret_values(self) -> list[str]:
         """Every configured secret value (registered for log redaction by the loader)."""
         out = [k for p in self.providers.values() for k in p.keys()]
+        if self.tools.web.search.api_key is not None:
+            out.append(self.tools.web.search.api_key.get_secret_value())
         return out + self.platforms.secret_values()
 
     def problems(self) -> list[Problem]:

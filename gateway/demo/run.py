@@ -2,7 +2,7 @@
 
 Starts the real `GatewayRunner` with the `api` adapter on 127.0.0.1 and the offline stand-in
 model, then talks to it through the real `openai` SDK over HTTP: a streamed reply, a tool call,
-slash commands and a compression that rotates the session into a child. Prints the transcript
+a local page read with `web_extract` (a news site on 127.0.0.1, allow-listed), slash commands and a compression that rotates the session into a child. Prints the transcript
 and the session lineage read back from state.db.
 """
 
@@ -21,6 +21,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from gateway.demo.site import NewsSite
 from gateway.demo.standin import MODEL_NAME, StandInModel
 from gateway.eventloop import run as run_loop
 
@@ -36,6 +37,7 @@ SESSION = "demo-user"
 SCRIPT = [
     "Hi Hermes! What are you?",
     "Please save a note: the demo works offline",
+    "Read {news_url} and tell me the headlines",
     "Tell me about streaming.",
     "And about sessions?",
     "/status",
@@ -54,6 +56,8 @@ def _config(model_url: str) -> dict[str, Any]:
                               "api_keys": [API_KEY]}},
         "gateway": {"health": {"port": 0}, "streaming": {"edit_interval_s": 0.2}},
         "compression": {"protect_first_n": 1},
+        # The local news page is on 127.0.0.1: allow-listed, or web_extract would refuse it.
+        "tools": {"web": {"allow_private": ["127.0.0.1/32"], "fetch": {"condense": False}}},
         "logging": {"level": "WARNING", "file": {"enabled": True}},
     }
 
@@ -81,7 +85,7 @@ async def _demo(home: Path, console: Console) -> int:
     from gateway.paths import ensure_profile_dirs, paths
     from gateway.runner import GatewayRunner
 
-    async with StandInModel() as model:
+    async with StandInModel() as model, NewsSite() as site:
         (home / "config.yaml").write_text(yaml.safe_dump(_config(model.base_url)))
         cfg = load_config(home).config
         runner = GatewayRunner(cfg, ensure_profile_dirs(paths(home)), health_port=0)
@@ -99,7 +103,7 @@ async def _demo(home: Path, console: Console) -> int:
             client = AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=API_KEY,
                                  max_retries=0, timeout=60)
             for line in SCRIPT:
-                await _chat(client, line, console)
+                await _chat(client, line.format(news_url=site.url), console)
             await client.close()
             await _show_state(runner.store, home, console)
         finally:

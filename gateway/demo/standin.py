@@ -2,8 +2,9 @@
 
 It is not a language model. It answers by simple rules so that the demo exercises the real
 `openai` SDK path end to end (streaming with SSE, tool calls, usage) without tokens or
-network: a request mentioning a note gets a `write_file` tool call, a summarization request
-gets a structured summary, anything else gets a short streamed reply that says what it is.
+network: a request mentioning a note gets a `write_file` tool call, one with a URL a
+`web_extract` call (and then the page's headlines), a summarization request gets a structured
+summary, anything else gets a short streamed reply that says what it is.
 """
 
 from __future__ import annotations
@@ -47,6 +48,28 @@ def _summary(messages: list[dict[str, Any]]) -> str:
     )
 
 
+def _called(messages: list[dict[str, Any]]) -> str:
+    """The name of the tool the last assistant message called."""
+    msg = _last(messages, "assistant") or {}
+    calls = msg.get("tool_calls") or [{}]
+    return str(calls[-1].get("function", {}).get("name", ""))
+
+
+def _headlines(result: str) -> str:
+    """The `##` headings of a `web_extract` result, as the stand-in's answer."""
+    try:
+        pages = json.loads(result).get("results", [])
+    except (ValueError, AttributeError):
+        pages = []
+    for page in pages:
+        heads = [ln[3:].strip() for ln in str(page.get("content", "")).splitlines()
+                 if ln.startswith("## ")]
+        if heads:
+            return (f"{LABEL} I read {page.get('url')} with web_extract. Headlines: "
+                    + "; ".join(heads) + ".")
+    return f"{LABEL} I could not read that page: {result[:200]}"
+
+
 def reply_for(body: dict[str, Any]) -> dict[str, Any]:
     """Decide the answer: {"text": str} or {"tool": (name, arguments)}."""
     messages = body.get("messages") or []
@@ -55,8 +78,14 @@ def reply_for(body: dict[str, Any]) -> dict[str, Any]:
     if not tools and any("summar" in _text(m).lower() for m in messages[:2] + [last]):
         return {"text": _summary(messages)}
     if last.get("role") == "tool":
+        if _called(messages) == "web_extract":
+            return {"text": _headlines(_text(last))}
         return {"text": f"{LABEL} Done: I saved the note to `notes.txt` in the workspace."}
     user = _text(_last(messages, "user"))
+    url = next((w.rstrip(".,") for w in user.split() if w.startswith(("http://", "https://"))),
+               None)
+    if url and any(t.get("function", {}).get("name") == "web_extract" for t in tools):
+        return {"tool": ("web_extract", {"urls": [url]})}
     if "note" in user.lower() and any(t.get("function", {}).get("name") == "write_file"
                                       for t in tools):
         note = user.split(":", 1)[-1].strip() or user

@@ -87,8 +87,9 @@ class AgentBuilder:
         await self._ensure_workspace(principal)
         prompt = session.system_prompt or await self._agents.system_prompt(
             audience=audience_of(session))
-        return self._agents.build(prompt, session_id=session.id, ports=ports,
-                                  principal=principal, extra=extra)
+        return self._agents.build(
+            prompt, session_id=session.id, ports=ports, principal=principal, extra=extra,
+            attachments_dir=self._agents.spaces.chat_cache(target.adapter, target.chat_id))
 
     async def _ensure_workspace(self, principal: Principal) -> None:
         """Create the user's workspace folder the first time this process needs it."""

@@ -22,4 +22,6 @@ def test_demo_runs_offline_and_shows_the_main_job(tmp_path: Path) -> None:
     assert "Compressions: 1; lineage length: 2" in out
     assert "Lineage (newest first):" in out and " ← " in out
     assert "the demo works offline" in out            # what the tool wrote
+    assert "web_extract(" in out                      # the local page, read through the tool
+    assert "Headlines: Morning ferry moves to 07:45; Tram line 4 closed" in out
     assert not (tmp_path / ".hermes").exists()        # throwaway: the user's home untouched

@@ -1,0 +1,99 @@
+"""The web tools of one process, from `tools.web`, `auxiliary.*` and `providers.<name>.vision`.
+
+`web_extract` is always offered (it needs nothing but the network); `web_search` only when
+its backend is usable (`tools.web.search`); `vision_analyze` only when a vision model exists:
+the main model when its provider says `vision: true`, else `auxiliary.vision_model` on
+`auxiliary.provider`. The auxiliary clients (page condensing, vision) are owned here; close
+them with `aclose()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import structlog
+
+from agent_core.tools.builtin.vision import VisionSettings, vision_tool
+from agent_core.tools.builtin.web_extract import (
+    CONDENSE_INPUT_CHARS,
+    WebFetchSettings,
+    web_extract_tool,
+)
+from agent_core.tools.builtin.web_search import web_search_tool
+from agent_core.tools.registry import Tool
+from agent_core.web.netguard import AddressPolicy, FetchLimits
+from agent_core.web.search import SearchSettings, make_backend
+from gateway.agents import provider_settings
+from gateway.compression.summarizer import AuxSummarizer
+from gateway.config.models import HermesConfig
+
+__all__ = ["WebTools", "vision_target"]
+
+log = structlog.get_logger("gateway.web_tools")
+
+
+def vision_target(config: HermesConfig) -> tuple[str, str] | None:
+    """(provider name, model) that `vision_analyze` uses, or None when there is none."""
+    main_name = config.model.provider
+    main = config.providers.get(main_name)
+    if main is not None and main.vision:
+        return main_name, main.model
+    if config.auxiliary.vision_model:
+        return config.auxiliary.provider or main_name, config.auxiliary.vision_model
+    return None
+
+
+@dataclass
+class WebTools:
+    tools: list[Tool] = field(default_factory=list)
+    clients: list[AuxSummarizer] = field(default_factory=list)
+    #: Why a web tool is off (tool name → reason), for `/tools` and the start-up log.
+    off: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: HermesConfig) -> WebTools:
+        web = config.tools.web
+        out = cls()
+        fetch = FetchLimits(timeout_s=web.fetch.timeout_s, max_bytes=web.fetch.max_bytes,
+                            max_redirects=web.fetch.max_redirects)
+        condenser = None
+        aux_name, aux_cfg, aux_model = config.auxiliary_target()
+        if web.fetch.condense:
+            condenser = AuxSummarizer(provider_settings(aux_name, aux_cfg, model=aux_model))
+            out.clients.append(condenser)
+        # Half the auxiliary window for the page, at about 3 characters a token.
+        window_chars = aux_cfg.context_length * 3 // 2
+        fetch_settings = WebFetchSettings(
+            policy=AddressPolicy.of(web.allow_private), limits=fetch,
+            max_chars=web.fetch.max_chars, condenser=condenser,
+            condense_input_chars=max(4_000, min(CONDENSE_INPUT_CHARS, window_chars)))
+        s = web.search
+        search = SearchSettings(s.backend, base_url=s.base_url,
+                                api_key=s.api_key.get_secret_value() if s.api_key else None,
+                                timeout_s=s.timeout_s, retry_after_max_s=s.retry_after_max_s)
+        if (why := search.usable()) is None:
+            out.tools.append(web_search_tool(make_backend(search)))
+        else:
+            out.off["web_search"] = why
+        out.tools.append(web_extract_tool(fetch_settings))
+        target = vision_target(config)
+        if target is None:
+            out.off["vision_analyze"] = ("no vision model: set providers.<main>.vision: true or "
+                                         "auxiliary.vision_model")
+        else:
+            name, model = target
+            vision = AuxSummarizer(provider_settings(name, config.providers[name], model=model))
+            out.clients.append(vision)
+            out.tools.append(vision_tool(VisionSettings(model=vision, fetch=fetch_settings,
+                                                        max_bytes=web.image_max_bytes)))
+        for tool, reason in out.off.items():
+            log.info("web_tool_off", tool=tool, reason=reason)
+        return out
+
+    async def aclose(self) -> None:
+        """Close the auxiliary clients. Must not raise."""
+        for client in self.clients:
+            try:
+                await client.aclose()
+            except Exception as exc:  # noqa: BLE001 - closing must not raise
+                log.warning("web_tool_close_failed", error_type=type(exc).__name__)
