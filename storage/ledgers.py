@@ -93,19 +93,21 @@ class LedgersMixin(StoreBase):
         chat_type: str | None = None,
         preview_message_id: str | None = None,
         attachments: Sequence[dict[str, object]] = (),
+        claimed_by: str | None = None,
     ) -> int:
         """Record a reply as `pending` before it is sent; returns its id. `attachments` are
-        JSON-able dicts kept for a re-send after a crash."""
+        JSON-able dicts kept for a re-send after a crash. `claimed_by` names the boot that
+        sends it (start-up recovery of that boot leaves it alone)."""
         files = json.dumps(list(attachments))
 
         async def op(conn: Conn) -> int:
             now = self._clock()
             cur = await conn.execute(
                 "INSERT INTO outbox(session_id, platform, chat_id, thread_id, reply_to, text,"
-                " created_at, updated_at, chat_type, preview_message_id, attachments)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " created_at, updated_at, chat_type, preview_message_id, attachments,"
+                " claimed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (session_id, platform, str(chat_id), thread_id, reply_to, scrub(text), now, now,
-                 chat_type, preview_message_id, files),
+                 chat_type, preview_message_id, files, claimed_by),
             )
             return int(cur.lastrowid or 0)
 
@@ -195,6 +197,19 @@ class LedgersMixin(StoreBase):
             (cutoff,),
         )
         return [_outbox(r) for r in rows]
+
+    async def outbox_claim_undelivered(self, claimer: str) -> list[OutboxItem]:
+        """Claim for `claimer`, in one transaction, every pending/sent entry it has not
+        claimed (recorded by an earlier boot), and return them oldest first. Entries
+        `claimer` recorded itself are never returned, and a second call returns none."""
+
+        async def op(conn: Conn) -> list[OutboxItem]:
+            rows = await conn.execute_fetchall(
+                "UPDATE outbox SET claimed_by = ? WHERE state IN ('pending', 'sent')"
+                " AND claimed_by IS NOT ? RETURNING *", (claimer, claimer))
+            return sorted((_outbox(r) for r in rows), key=lambda o: (o.created_at, o.id))
+
+        return await self._write(op)
 
     # -- cursors ---------------------------------------------------------------------------
     async def get_cursor(self, name: str) -> str | None:

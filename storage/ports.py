@@ -272,6 +272,7 @@ class OutboxLedger(Protocol):
         thread_id: str | None = None, reply_to: str | None = None,
         chat_type: str | None = None, preview_message_id: str | None = None,
         attachments: Sequence[dict[str, object]] = (),
+        claimed_by: str | None = None,
     ) -> int: ...
 
     async def outbox_mark_sent(self, outbox_id: int,
@@ -290,6 +291,8 @@ class OutboxLedger(Protocol):
     async def outbox_get(self, outbox_id: int) -> OutboxItem | None: ...
 
     async def outbox_undelivered(self, max_age: float | None = None) -> list[OutboxItem]: ...
+
+    async def outbox_claim_undelivered(self, claimer: str) -> list[OutboxItem]: ...
 
     async def outbox_latest_for_session(self, session_id: str) -> OutboxItem | None: ...
 

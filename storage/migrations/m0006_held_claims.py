@@ -5,8 +5,13 @@ live path claims an event in the same statement that holds it, and start-up reco
 only rows no session of its own boot has taken, in one transaction. So the live path and
 recovery can never both take one event (the restart race of issue 15). Releasing an event
 clears its claim with its hold.
+
+The outbox gets the same column: a final reply is claimed by the boot that records it, and
+start-up recovery re-sends only finals no part of its own boot recorded, claiming them in one
+transaction, so a reply being sent live is never re-sent by recovery as well.
 """
 
 SQL = """
 ALTER TABLE inbound_events ADD COLUMN claimed_by TEXT;
+ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
 """
