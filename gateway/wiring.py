@@ -197,7 +197,7 @@ def wire(
         store=store, adapters=adapters, delivery=delivery, manager=manager, commands=commands,
         command_services=services, policy=policy, require_mention=require_mention,
         group_sessions_per_user=gw.group_sessions_per_user, group_commands=gw.group_commands,
-        spaces=agents.spaces,
+        spaces=agents.spaces, boot_id=boot_id,
     )
     supervisor = AdapterSupervisor(
         adapters, emit=inbound.emit, cache_dir=paths.cache,

@@ -244,8 +244,13 @@ class CompactionCommitter(Protocol):
 class DedupLedger(Protocol):
     """Durable inbound dedup by (platform, event id)."""
 
-    async def record_if_new(self, platform: str, event_id: str) -> bool:
-        """True the first time an event is recorded, False for a repeat."""
+    async def record_if_new(self, platform: str, event_id: str, *,
+                            claimed_by: str | None = None) -> bool:
+        """True the first time an event is recorded, False for a repeat (see the store)."""
+        ...
+
+    async def inbound_settle(self, keys: Iterable[EventKey]) -> None:
+        """Recorded events whose fate is decided without a hold."""
         ...
 
 
