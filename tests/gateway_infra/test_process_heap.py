@@ -47,3 +47,15 @@ def test_without_settling_nothing_is_frozen_and_there_is_nothing_to_resettle() -
     assert gone() is None
     assert gc.get_freeze_count() == 0
     assert resettle_heap() is None
+
+
+def test_settling_collects_the_young_generation_less_often_and_unsettling_restores_it() -> None:
+    before = gc.get_threshold()
+    settle_heap()
+    try:
+        assert gc.get_threshold()[0] == 5000
+        assert gc.get_threshold()[1:] == before[1:]
+        settle_heap()  # twice: still restorable to what it was before the first
+    finally:
+        unsettle_heap()
+    assert gc.get_threshold() == before
