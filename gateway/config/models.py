@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from gateway.config.base import ConfigModel, IdList, OptSecret, SecretList, reveal
 from gateway.config.errors import Problem
 from gateway.config.platforms import PlatformsConfig
+from gateway.config.tools import ToolsConfig
 from gateway.ports import ToolProgress
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ProviderConfig",
     "SessionResetConfig",
     "StreamingConfig",
+    "ToolsConfig",
     "WorkspaceConfig",
     "reveal",
 ]
@@ -241,6 +243,7 @@ class HermesConfig(ConfigModel):
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     security: SecurityConfig = Field(default_factory=SecurityConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
 
     def provider(self, name: str | None = None) -> ProviderConfig:
         """Provider `name` (default: `model.provider`). Raises KeyError if undefined."""

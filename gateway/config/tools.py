@@ -1,0 +1,15 @@
+"""`tools:`: the tools that act (DESIGN.md §5). Sections live in their own modules."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from gateway.config.base import ConfigModel
+from gateway.config.tools_code import CodeToolConfig, TerminalToolConfig
+
+__all__ = ["ToolsConfig"]
+
+
+class ToolsConfig(ConfigModel):
+    code: CodeToolConfig = Field(default_factory=CodeToolConfig)
+    terminal: TerminalToolConfig = Field(default_factory=TerminalToolConfig)
