@@ -26,6 +26,7 @@ from typing import Any
 
 import structlog
 
+from agent_core.sandbox.capture import OutputCapture, read_capped
 from agent_core.sandbox.client import client_source
 from agent_core.sandbox.isolation import Isolation, PidsCgroup
 
@@ -64,47 +65,6 @@ class SandboxResult:
     output_bytes: int = 0
     truncated: bool = False
     notes: list[str] = field(default_factory=list)
-
-
-class _Output:
-    def __init__(self, limits: SandboxLimits) -> None:
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-        self._head_cap = int(limits.max_output_bytes * 0.4)
-        self._tail_cap = limits.max_output_bytes - self._head_cap
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self._head_cap - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            if len(self.tail) > self._tail_cap:
-                del self.tail[: len(self.tail) - self._tail_cap]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > len(self.head) + len(self.tail)
-
-    def text(self) -> str:
-        head = self.head.decode("utf-8", "replace")
-        tail = self.tail.decode("utf-8", "replace")
-        if not self.truncated:
-            return head + tail
-        cut = self.total - len(self.head) - len(self.tail)
-        return f"{head}\n[... {cut:,} bytes of output omitted ...]\n{tail}"
-
-
-async def _read_output(stream: asyncio.StreamReader, out: _Output, limit: int) -> bool:
-    """Read until EOF; False when the output passed `limit` (the caller kills the script)."""
-    while chunk := await stream.read(65536):
-        out.add(chunk)
-        if out.total > limit:
-            return False
-    return True
 
 
 async def _serve(sock: socket.socket, dispatch: Dispatch, allowed: frozenset[str],
@@ -179,7 +139,7 @@ async def run_script(code: str, *, workspace: Path, isolation: Isolation, limits
         }),
     }
     counter = [0]
-    out = _Output(limits)
+    out = OutputCapture(limits.max_output_bytes)
     status = "error"
     notes: list[str] = []
     proc: asyncio.subprocess.Process | None = None
@@ -199,7 +159,7 @@ async def run_script(code: str, *, workspace: Path, isolation: Isolation, limits
         assert proc.stdout is not None
         try:
             within = await asyncio.wait_for(
-                _read_output(proc.stdout, out, limits.kill_output_bytes), limits.timeout_s)
+                read_capped(proc.stdout, out, limits.kill_output_bytes), limits.timeout_s)
         except TimeoutError:
             status = "timeout"
             notes.append(f"the script ran past {limits.timeout_s:g}s and was killed")
