@@ -62,3 +62,17 @@ async def test_a_misbehaving_script_costs_one_tool_result_in_a_chat(
         assert "ran past 1s and was killed" in result
         assert runner.parts is not None
         assert any("execute_code: on — " in line for line in runner.parts.agents.acting.describe())
+
+
+async def test_steps_of_only_execute_code_do_not_spend_the_iteration_budget(
+        tmp_path: Path, model: FakeOpenAIServer) -> None:
+    for i in range(3):
+        model.enqueue(tool_calls(call("execute_code", {"code": f"print({i} * 7)"})))
+    model.enqueue(text("Three scripts ran."))
+    async with runner_for(tmp_path, model, compression__enabled=False,
+                          model__max_iterations=2) as (_, fake):
+        await fake.inject("run three scripts", chat_id="c1", user_id="u1")
+        await fake.wait_turns(1, timeout_s=20)
+        assert "Three scripts ran." in fake.messages("c1")
+    assert len(model.requests) == 4
+    assert "14" in tool_results(model.requests[3])[-1]
