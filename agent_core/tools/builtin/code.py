@@ -81,9 +81,9 @@ def execute_code_tool(registry: ToolRegistry, sandbox: CodeSandbox,
         "execute_code",
         "Run a Python 3 script (standard library only) in a sandbox whose working directory "
         "is your workspace, and get back what it prints. Use it to chain many tool calls or "
-        "process data in one step. The script may `from hermes_tools import …` these "
-        f"functions: {listed} (each returns the tool's text result or raises "
-        f"ToolCallError). Limits: {limits.timeout_s:g}s, {limits.memory_mb} MB, "
+        "process data in one step. The script may `from hermes_tools import …` those of "
+        f"these functions that are enabled here: {listed} (each returns the tool's text "
+        f"result or raises ToolCallError). Limits: {limits.timeout_s:g}s, {limits.memory_mb} MB, "
         f"{limits.max_tool_calls} tool calls, {limits.max_output_bytes:,} bytes of output "
         "shown; no network except those tools.",
         CodeArgs,
