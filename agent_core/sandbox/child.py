@@ -11,7 +11,6 @@ import os
 import resource
 import runpy
 import sys
-import traceback
 
 
 def _limit(kind: int, value: int) -> None:
@@ -41,6 +40,8 @@ def main() -> int:
     except (SystemExit, KeyboardInterrupt):
         raise
     except BaseException as exc:  # show the script's frames only
+        import traceback
+
         tb = exc.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename != script:
             tb = tb.tb_next

@@ -105,11 +105,25 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _prepare(code: str, schemas: list[dict[str, Any]]) -> Path:
+def _prepare(code: str, schemas: list[dict[str, Any]],
+             cgroup: PidsCgroup | None) -> tuple[Path, Path | None]:
+    """The run folder (script and client module) and the cgroup to join (one thread hop).
+    Raises OSError."""
     run_dir = Path(tempfile.mkdtemp(prefix="hermes-code-"))
     (run_dir / "hermes_tools.py").write_text(client_source(schemas), encoding="utf-8")
     (run_dir / "script.py").write_text(code, encoding="utf-8")
-    return run_dir
+    try:
+        return run_dir, cgroup.create() if cgroup is not None else None
+    except OSError:
+        shutil.rmtree(run_dir, True)
+        raise
+
+
+def _clean_up(run_dir: Path | None, cgroup: PidsCgroup | None) -> None:
+    if cgroup is not None:
+        cgroup.remove()
+    if run_dir is not None:
+        shutil.rmtree(run_dir, True)
 
 
 async def run_script(code: str, *, workspace: Path, isolation: Isolation, limits: SandboxLimits,
@@ -119,9 +133,9 @@ async def run_script(code: str, *, workspace: Path, isolation: Isolation, limits
     Never raises for anything the script does; cancellation kills the script and propagates.
     """
     started = time.monotonic()
-    run_dir = await asyncio.to_thread(_prepare, code, schemas)
     cgroup = (PidsCgroup(isolation.cgroup_root, limits.max_processes)
               if isolation.cgroup_root is not None else None)
+    run_dir: Path | None = None
     parent, child = socket.socketpair()
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -145,8 +159,11 @@ async def run_script(code: str, *, workspace: Path, isolation: Isolation, limits
     proc: asyncio.subprocess.Process | None = None
     server: asyncio.Task[None] | None = None
     try:
-        if cgroup is not None:
-            env["HERMES_CGROUP_PROCS"] = str(await asyncio.to_thread(cgroup.create))
+        run_dir, procs = await asyncio.to_thread(_prepare, code, schemas, cgroup)
+        if procs is None:
+            cgroup = None
+        else:
+            env["HERMES_CGROUP_PROCS"] = str(procs)
         cmd = [*isolation.prefix(), sys.executable, "-I", "-S", str(CHILD), str(run_dir)]
         proc = await asyncio.create_subprocess_exec(
             *cmd, cwd=workspace, env=env, pass_fds=(child.fileno(),),
@@ -198,6 +215,4 @@ async def run_script(code: str, *, workspace: Path, isolation: Isolation, limits
             await asyncio.gather(server, return_exceptions=True)
         parent.close()
         child.close()
-        if cgroup is not None:
-            await asyncio.to_thread(cgroup.remove)
-        await asyncio.to_thread(shutil.rmtree, run_dir, True)
+        await asyncio.to_thread(_clean_up, run_dir, cgroup)
