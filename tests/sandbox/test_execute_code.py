@@ -32,8 +32,16 @@ async def _run(code: str, workspace: Path, **limits: float) -> ToolOutcome:
     return outcome
 
 
-def _processes() -> int:
-    return sum(1 for p in os.listdir("/proc") if p.isdigit())
+def _processes_running(marker: str) -> int:
+    """Processes whose command line mentions `marker` (a sandbox run's folder)."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        count += marker.encode() in cmdline
+    return count
 
 
 async def test_a_script_reads_a_workspace_file_through_the_tool_channel(tmp_path: Path) -> None:
@@ -111,12 +119,14 @@ async def test_printing_100_mb_is_cut_and_the_script_killed(tmp_path: Path) -> N
 async def test_a_fork_bomb_hits_the_process_limit(tmp_path: Path, isolation: Isolation) -> None:
     if not isolation.process_limit:
         pytest.skip(f"no process limit on this host: {isolation.describe()}")
-    before = _processes()
-    out = await _run("import os\nwhile True:\n    os.fork()\n", tmp_path, timeout_s=10)
+    out = await _run("import os, sys\nopen('run_dir.txt', 'w').write(sys.path[0])\n"
+                     "while True:\n    os.fork()\n", tmp_path, timeout_s=10)
     assert not out.ok
     assert "Resource temporarily unavailable" in out.content or "process limit" in out.content
+    run_dir = (tmp_path / "run_dir.txt").read_text()
+    assert run_dir.startswith("/") and "hermes-code-" in run_dir
     await asyncio.sleep(0.2)
-    assert _processes() <= before + 5  # nothing left behind
+    assert _processes_running(run_dir) == 0  # nothing left behind
 
 
 async def test_a_script_cannot_open_a_socket_to_the_host(tmp_path: Path,
