@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["AgentPorts", "AskUserPort", "SearchPort", "SendMessagePort"]
+__all__ = ["AgentPorts", "ApprovalDecision", "ApprovalPort", "ApprovalRequest", "AskUserPort",
+           "SearchPort", "SendMessagePort"]
 
 
 class SearchPort(Protocol):
@@ -35,8 +36,37 @@ class SendMessagePort(Protocol):
     async def send(self, text: str) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A tool call that needs the user's approval: the tool, what it would run, and why
+    it needs approval (the dangerous pattern it matched)."""
+
+    tool: str
+    command: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecision:
+    """`approved`, and a short text saying who decided or why not (shown to the model)."""
+
+    approved: bool
+    detail: str = ""
+
+
+class ApprovalPort(Protocol):
+    """Ask the user of the turn to approve a dangerous tool call (backs `terminal`).
+
+    Waits for the decision, bounded by the caller's own timeout; silence denies. Must not
+    raise for a refusal or a timeout (those are decisions); cancellation propagates.
+    """
+
+    async def request(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+
 @dataclass(slots=True)
 class AgentPorts:
     search: SearchPort | None = None
     ask_user: AskUserPort | None = None
     send_message: SendMessagePort | None = None
+    approval: ApprovalPort | None = None

@@ -24,6 +24,7 @@ from gateway.config.models import HermesConfig, ProviderConfig
 from gateway.events import Principal
 from gateway.paths import ProfilePaths
 from gateway.principals import TOOL_OUTPUT, UserSpaces
+from gateway.toolbox import ActingTools, add_acting_tools
 
 __all__ = ["AgentFactory", "provider_settings"]
 
@@ -70,8 +71,10 @@ class AgentFactory:
         self._paths = paths
         self.router = router or ProviderRouter(_chain(config))
         self.registry = registry or default_registry()
-        for tool in tools:
+        for tool in tools:  # the web tools: registered first, so scripts may call them
             self.registry.register(tool)
+        #: execute_code and terminal, as `tools.code` / `tools.terminal` say.
+        self.acting: ActingTools = add_acting_tools(self.registry, config.tools)
         main = config.providers[config.model.provider]
         self.model = main.model
         self.context_length = main.context_length

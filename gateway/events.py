@@ -16,8 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "Attachment",
     "AttachmentKind",
+    "Button",
     "ChatType",
     "ErrorKind",
+    "InteractionEvent",
     "MessageEvent",
     "OutboundAttachment",
     "OutboundMessage",
@@ -104,6 +106,44 @@ class MessageEvent(BaseModel):
         return Principal(self.platform, self.user.id)
 
 
+class InteractionEvent(BaseModel):
+    """A press on a button the bot sent (a Telegram callback query, a Slack block action, a
+    Discord component interaction). `action` and `value` are the button's (`Button`);
+    `event_id` is the platform's id of the press, deduplicated like a message's;
+    `message_id` the bot message that carried the button. The gateway handles it like a
+    message of `user` in that chat: the same dedup, authorization and command rules."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    platform: str
+    event_id: str
+    chat_id: str
+    chat_type: ChatType = ChatType.DM
+    thread_id: str | None = None
+    user: UserRef
+    action: str
+    value: str = ""
+    message_id: str | None = None
+    timestamp: float = Field(default_factory=time.time)
+    raw: Any = Field(default=None, exclude=True, repr=False)
+
+    @property
+    def principal(self) -> Principal:
+        return Principal(self.platform, self.user.id)
+
+
+class Button(BaseModel):
+    """A button under a bot message; pressing it comes back as an `InteractionEvent` with
+    the same `action` and `value`. Platforms without buttons show the text alone (which
+    always says how to answer with a command)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    action: str
+    value: str = ""
+
+
 class OutboundAttachment(BaseModel):
     """A file to send. The gateway checks it when the reply is recorded (`path` is then the
     file's real path, `root` the allowed folder it lies in) and again when it reads the file
@@ -130,6 +170,7 @@ class OutboundMessage(BaseModel):
     reply_to: str | None = None
     formatted: bool = True
     attachments: tuple[OutboundAttachment, ...] = ()
+    buttons: tuple[Button, ...] = ()
 
 
 class ErrorKind(StrEnum):

@@ -9,11 +9,12 @@ from typing import Any, Protocol
 
 import structlog
 
+from gateway.approvals import APPROVE_ACTION, DENY_ACTION
 from gateway.commands.access import GroupCommands, refusal
 from gateway.commands.context import CommandContext, CommandServices
 from gateway.commands.registry import Command, CommandRegistry, parse_command
 from gateway.delivery.service import DeliveryService, ReplyTarget
-from gateway.events import MessageEvent
+from gateway.events import InteractionEvent, MessageEvent, UserRef
 from gateway.pipeline import Inbound, Next, Pipeline
 from gateway.pipeline.authz import AccessPolicy, Authorize
 from gateway.pipeline.filters import Dedup, drop_self_and_bots
@@ -28,6 +29,8 @@ __all__ = ["InboundRouter", "InboundStore", "PairingDesk"]
 log = structlog.get_logger("gateway.inbound")
 
 MAX_PENDING_CODES_PER_HOUR = 3
+#: Button actions and the command each one stands for (`/<command> <button value>`).
+INTERACTION_COMMANDS = {APPROVE_ACTION: "approve", DENY_ACTION: "deny"}
 
 
 class InboundStore(DedupLedger, PairingStore, Reachability, Protocol):
@@ -124,6 +127,23 @@ class InboundRouter:
             self._spawn(self._store.inbound_settle([(event.platform, event.event_id)]),
                         "settle")
         return item.new
+
+    async def interact(self, event: InteractionEvent) -> bool:
+        """A button press: handled as its command sent by the presser in that chat, through
+        the same pipeline (dedup by the press's id, authorization, command rules). Must not
+        raise; an unknown action is logged and dropped."""
+        command = INTERACTION_COMMANDS.get(event.action)
+        if command is None:
+            log.info("interaction_unknown", platform=event.platform, action=event.action[:64])
+            return False
+        value = " ".join(event.value.split())[:64]
+        user = UserRef(id=event.user.id, name=event.user.name, is_bot=event.user.is_bot,
+                       is_self=event.user.is_self)
+        return await self.emit(MessageEvent(
+            platform=event.platform, event_id=f"interaction:{event.event_id}",
+            chat_id=event.chat_id, chat_type=event.chat_type, thread_id=event.thread_id,
+            user=user, text=f"/{command} {value}".strip(), reply_to=event.message_id,
+            reply_to_bot=True, mentions_bot=True, timestamp=event.timestamp))
 
     async def _reply(self, event: MessageEvent, text: str) -> None:
         self._spawn(self._delivery.notify(ReplyTarget.of(event), text), "notice")

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import Field
 
-from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage, SendResult
+from gateway.events import (
+    ErrorKind,
+    InteractionEvent,
+    MessageEvent,
+    OutboundAttachment,
+    OutboundMessage,
+    SendResult,
+)
 from hermes_common.settings import IdList, OptSecret, SettingsModel, reveal, secret_values
 
 if TYPE_CHECKING:  # asyncio only names a type here; configuration checks import this module
@@ -234,13 +241,17 @@ class EventLogger(Protocol):
     def critical(self, event: str, /, **fields: Any) -> Any: ...
 
 
+async def _no_interactions(event: InteractionEvent) -> bool:
+    return False
+
+
 @dataclass(slots=True)
 class AdapterContext:
     """Given to `start()`.
 
     `emit(event)` returns once the event is durably recorded (or recognized as a duplicate):
     only then may an adapter acknowledge or advance its cursor. It returns True when the event
-    was new. `progress()` reports liveness (a successful poll or a received frame). `logger`
+    was new. `interact(event)` is the same for a button press (`InteractionEvent`). `progress()` reports liveness (a successful poll or a received frame). `logger`
     takes events with fields (`EventLogger`); the gateway binds `adapter=<name>` to it.
     """
 
@@ -253,6 +264,7 @@ class AdapterContext:
     logger: EventLogger
     connected: Callable[[], None] = field(default=lambda: None)
     max_attachment_bytes: int = 25 * 1024 * 1024
+    interact: Callable[[InteractionEvent], Awaitable[bool]] = field(default=_no_interactions)
 
 
 class BasePlatformAdapter(abc.ABC):

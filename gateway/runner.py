@@ -224,6 +224,7 @@ class GatewayRunner:
             await self._acquire_locks(stack)
         store = await self._open_storage(stack)
         agents = self._build_agents(stack)
+        await agents.acting.probe()
         adapters = self._build_adapters()
         parts = self._parts = wire(self.config, self.paths, store=store, agents=agents,
                                    adapters=adapters, metrics=self.metrics, clock=self._clock)

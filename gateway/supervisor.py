@@ -30,7 +30,7 @@ from typing import Any
 import structlog
 
 from gateway.activity import AdapterActivity
-from gateway.events import MessageEvent
+from gateway.events import InteractionEvent, MessageEvent
 from gateway.metrics import GatewayMetrics
 from gateway.ports import AdapterContext, AdapterFatalError, BasePlatformAdapter, CursorStore
 from gateway.supervision_types import (
@@ -94,6 +94,7 @@ class AdapterSupervisor:
         *,
         emit: Callable[[MessageEvent], Awaitable[bool]],
         cache_dir: Path,
+        interact: Callable[[InteractionEvent], Awaitable[bool]] | None = None,
         cursors_for: Callable[[str], CursorStore] | None = None,
         max_attachment_bytes: int = 25 * 1024 * 1024,
         metrics: GatewayMetrics | None = None,
@@ -106,6 +107,7 @@ class AdapterSupervisor:
     ) -> None:
         self._slots = {name: _Slot(name, adapter) for name, adapter in adapters.items()}
         self._emit = emit
+        self._interact = interact
         self._cache_dir = cache_dir
         self._max_attachment_bytes = max_attachment_bytes
         self._cursors_for = cursors_for or (lambda _name: MemoryCursorStore())
@@ -252,9 +254,18 @@ class AdapterSupervisor:
             self.activity.note_inbound(slot.name, new=new)
             return new
 
+        async def interact(event: InteractionEvent) -> bool:
+            progress()
+            if self._interact is None:
+                return False
+            new = await self._interact(event)
+            self.activity.note_inbound(slot.name, new=new)
+            return new
+
         return AdapterContext(
             name=slot.name,
             emit=emit,
+            interact=interact,
             progress=progress,
             stop_event=asyncio.Event(),
             cursors=self._cursors_for(slot.name),

@@ -22,6 +22,7 @@ import structlog
 
 from gateway.activity import AdapterActivity
 from gateway.agents import AgentFactory
+from gateway.approvals import ApprovalDesk
 from gateway.commands.builtin import CommandServices, builtin_registry
 from gateway.commands.registry import CommandRegistry
 from gateway.compression.hook import CompressionService
@@ -41,6 +42,7 @@ from gateway.sessions.inbox import DurableInbox
 from gateway.supervisor import AdapterSupervisor, SupervisorSettings
 from gateway.turns import ResetPolicy, TurnService, TurnSettings, build_turns
 from storage.ports import (
+    ApprovalLedger,
     CompactionCommitter,
     CursorLedger,
     DedupLedger,
@@ -70,7 +72,7 @@ log = structlog.get_logger("gateway.wiring")
 class GatewayStore(SessionReader, SessionWriter, MessageLog, LiveTranscript, LineageStore,
                    SearchIndex, UsageLedger, GuardStore, LeaseStore, CompactionCommitter,
                    DedupLedger, HeldEvents, PairingStore, Reachability, OutboxLedger,
-                   CursorLedger, Maintenance, Protocol):
+                   CursorLedger, Maintenance, ApprovalLedger, Protocol):
     """Every storage port the running gateway uses (the state store implements them all).
     Each component below is handed this store but typed with the narrower port it needs."""
 
@@ -174,6 +176,7 @@ def wire(
         on_outbound=activity.note_outbound, boot_id=boot_id,
     )
     compression = _compression(config, store, agents, delivery, adapters, metrics, format_hint)
+    approvals = ApprovalDesk(store, delivery, clock=clock)
     turns = build_turns(
         store, delivery, agents,
         reset=ResetPolicy(mode=gw.session_reset.mode, idle_minutes=gw.session_reset.idle_minutes,
@@ -181,6 +184,7 @@ def wire(
         format_hint=format_hint,
         settings=TurnSettings(tool_progress=tool_progress),
         compression=compression, metrics=metrics, clock=clock,
+        approvals=approvals, approval_timeout_s=config.tools.terminal.approval_timeout_s,
     )
     inbox = DurableInbox(store, boot_id=boot_id)
     manager = SessionManager(
@@ -192,7 +196,7 @@ def wire(
     services = CommandServices(
         store=store, manager=manager, sessions=turns.sessions, compression=compression,
         policy=policy, model=agents.model, context_length=agents.context_length,
-        registry=commands)
+        registry=commands, approvals=approvals)
     inbound = InboundRouter(
         store=store, adapters=adapters, delivery=delivery, manager=manager, commands=commands,
         command_services=services, policy=policy, require_mention=require_mention,
@@ -200,7 +204,7 @@ def wire(
         spaces=agents.spaces, boot_id=boot_id,
     )
     supervisor = AdapterSupervisor(
-        adapters, emit=inbound.emit, cache_dir=paths.cache,
+        adapters, emit=inbound.emit, interact=inbound.interact, cache_dir=paths.cache,
         cursors_for=lambda name: StoreCursors(store, name), metrics=metrics, activity=activity,
         max_attachment_bytes=int(gw.media.max_inbound_mb * 1024 * 1024),
         settings=SupervisorSettings(connect_timeout_s=gw.adapter_connect_timeout_s),

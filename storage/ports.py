@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from storage.types import (
+    ApprovalRecord,
     ApprovedUser,
     GuardState,
     HeldEvent,
@@ -30,6 +31,7 @@ from storage.types import (
 )
 
 __all__ = [
+    "ApprovalLedger",
     "CompactionCommitter",
     "CursorLedger",
     "DedupLedger",
@@ -341,6 +343,24 @@ class PairingStore(Protocol):
     async def is_approved(self, platform: str, user_id: str) -> bool: ...
 
     async def approved_users(self, platform: str | None = None) -> list[ApprovedUser]: ...
+
+
+class ApprovalLedger(Protocol):
+    """Approvals of dangerous tool calls asked in the chat: every request and decision."""
+
+    async def record_approval(self, record: ApprovalRecord) -> None:
+        """Store a new request (its `status` as given, normally pending)."""
+        ...
+
+    async def decide_approval(self, approval_id: str, *, status: str,
+                              decided_by: str | None) -> bool:
+        """Record the decision of a pending request; False when it was not pending."""
+        ...
+
+    async def list_approvals(self, *, session_id: str | None = None,
+                             limit: int = 50) -> list[ApprovalRecord]:
+        """Requests, newest first (all sessions when `session_id` is None)."""
+        ...
 
 
 class Maintenance(Protocol):

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from storage.approvals import ApprovalsMixin
 from storage.base import Clock
 from storage.compaction import CompactionMixin
 from storage.db import ReaderPool, Writer, prepare_database
@@ -40,6 +41,7 @@ class StateStore(
     LedgersMixin,
     InboxMixin,
     PairingMixin,
+    ApprovalsMixin,
     OpsMixin,
 ):
     """Async repository over one SQLite file.
@@ -115,6 +117,6 @@ if TYPE_CHECKING:  # the type checker proves `StateStore` implements every stora
             ports.MessageLog, ports.LiveTranscript, ports.LineageStore, ports.SearchIndex,
             ports.LeaseStore, ports.CompactionCommitter, ports.DedupLedger, ports.HeldEvents,
             ports.OutboxLedger, ports.Reachability, ports.CursorLedger, ports.PairingStore,
-            ports.Maintenance, ports.StoreLifecycle,
-        ] = (store,) * 18
+            ports.Maintenance, ports.StoreLifecycle, ports.ApprovalLedger,
+        ] = (store,) * 19
         del checks

@@ -17,6 +17,7 @@ __all__ = [
     "OutboxState",
     "PairingCode",
     "ApprovedUser",
+    "ApprovalRecord",
     "row_to",
 ]
 
@@ -221,3 +222,22 @@ class ApprovedUser:
     user_id: str
     display: str | None
     approved_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """One request to approve a dangerous tool call, and its decision. `status`: pending,
+    approved, denied or timeout; `requester` and `decided_by` are user ids of `platform`."""
+
+    id: str
+    session_id: str | None
+    platform: str
+    chat_id: str
+    requester: str
+    tool: str
+    command: str
+    reason: str
+    status: str = "pending"
+    decided_by: str | None = None
+    created_at: float = 0.0
+    decided_at: float | None = None

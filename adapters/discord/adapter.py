@@ -13,6 +13,7 @@ import structlog
 
 from adapters.discord.backfill import SeenChannels, backfill
 from adapters.discord.client import HermesClient, build_client
+from adapters.discord.components import buttons_view, interaction_event
 from adapters.discord.endpoints import apply_endpoints
 from adapters.discord.errors import failure_from_exception
 from adapters.discord.inbound import Inbound, MessageLog
@@ -126,9 +127,12 @@ class DiscordAdapter(BasePlatformAdapter):
             catch_up.add(task)
             task.add_done_callback(catch_up.discard)
 
+        async def on_interaction(interaction: discord.Interaction) -> None:
+            await self._on_interaction(ctx, interaction)
+
         client = build_client(
             self.settings, messages=queue, progress=ctx.progress, connected=on_connected,
-            ready=on_ready,
+            ready=on_ready, interaction=on_interaction,
         )
         self._client = client
         inbound = Inbound(
@@ -194,6 +198,21 @@ class DiscordAdapter(BasePlatformAdapter):
             except Exception as exc:
                 ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__)
 
+    async def _on_interaction(self, ctx: AdapterContext,
+                              interaction: discord.Interaction) -> None:
+        """A button press: handed to the gateway (durably), then acknowledged as a deferred
+        update so the client stops waiting. Must not raise."""
+        try:
+            event = interaction_event(self.name, interaction)
+            if event is None:
+                return
+            await ctx.interact(event)
+            await interaction.response.defer()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            ctx.logger.warning("discord_interaction_failed", error=type(exc).__name__)
+
     # -- outbound ----------------------------------------------------------------------------
     def _channel(self, channel_id: str) -> discord.PartialMessageable:
         client = self._client
@@ -226,6 +245,8 @@ class DiscordAdapter(BasePlatformAdapter):
                 ).to_reference(fail_if_not_exists=False)
             if message.attachments:
                 options["files"] = [await _file(a) for a in message.attachments]
+            if message.buttons:
+                options["view"] = buttons_view(message.buttons)
             sent = await channel.send(content=message.text or None, **options)
             self._log.remember(str(sent.id), target, own=True)
             return SendResult.success(str(sent.id))

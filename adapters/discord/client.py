@@ -41,11 +41,13 @@ class HermesClient(discord.Client):
         progress: Any,
         connected: Any,
         ready: Any = None,
+        interaction: Any = None,
         reidentify_delay_s: float = 5.0,
         **options: Any,
     ) -> None:
         super().__init__(**options)
         self.messages = messages
+        self._interaction_hook = interaction
         self._reidentify_delay_s = reidentify_delay_s
         self._progress = progress
         self._connected = connected
@@ -78,10 +80,15 @@ class HermesClient(discord.Client):
     async def on_message(self, message: discord.Message) -> None:
         self.messages.put_nowait(message)
 
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        """A button press (or another interaction): handed to the adapter's hook."""
+        if self._interaction_hook is not None:
+            await self._interaction_hook(interaction)
+
 
 def build_client(
     settings: DiscordSettings, *, messages: asyncio.Queue[discord.Message], progress: Any,
-    connected: Any, ready: Any = None,
+    connected: Any, ready: Any = None, interaction: Any = None,
 ) -> HermesClient:
     """A fresh client (one per `start()`): never reuse one after it closed."""
     return HermesClient(
@@ -89,6 +96,7 @@ def build_client(
         progress=progress,
         connected=connected,
         ready=ready,
+        interaction=interaction,
         reidentify_delay_s=settings.reidentify_delay_s,
         intents=intents(),
         enable_debug_events=True,

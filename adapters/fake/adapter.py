@@ -19,8 +19,10 @@ from adapters.fake.records import FailureScript, FakeCall, FakeMessage, Op, Turn
 from adapters.fake.settings import FakeSettings
 from gateway.events import (
     Attachment,
+    Button,
     ChatType,
     ErrorKind,
+    InteractionEvent,
     MessageEvent,
     OutboundAttachment,
     OutboundMessage,
@@ -242,6 +244,20 @@ class FakeAdapter(BasePlatformAdapter):
         await self._notify()
         return Injected(event, new)
 
+    async def press(self, button: Button, *, message_id: str | None = None, chat_id: str = "c1",
+                    user_id: str = "u1", chat_type: ChatType | str = ChatType.DM,
+                    event_id: str | None = None) -> bool:
+        """A user presses `button` under bot message `message_id`: delivered through
+        `ctx.interact` like a platform's callback; returns the "new" flag."""
+        ctx = self._ctx
+        if ctx is None:
+            raise RuntimeError("FakeAdapter.press() before start()")
+        ctx.progress()
+        return await ctx.interact(InteractionEvent(
+            platform=self.name, event_id=event_id or f"press-{uuid.uuid4().hex[:12]}",
+            chat_id=chat_id, chat_type=ChatType(chat_type), user=UserRef(id=user_id),
+            action=button.action, value=button.value, message_id=message_id))
+
     # -- transcript ----------------------------------------------------------------------------
 
     def sent(self, chat_id: str | None = None) -> list[FakeMessage]:
@@ -319,6 +335,7 @@ class FakeAdapter(BasePlatformAdapter):
             reply_to=message.reply_to,
             attachments=message.attachments,
         )
+        msg.buttons = message.buttons
         result = fail or SendResult.success(msg.message_id)
         return await self._record(
             "send",

@@ -6,7 +6,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gateway.events import ErrorKind, OutboundAttachment, SendResult
+from gateway.events import Button, ErrorKind, OutboundAttachment, SendResult
 
 __all__ = ["FailureScript", "FakeCall", "FakeMessage", "Op", "TurnCompleted"]
 
@@ -26,6 +26,7 @@ class FakeMessage:
     kind: Literal["text", "media"] = "text"
     attachments: tuple[OutboundAttachment, ...] = ()
     deleted: bool = False
+    buttons: tuple[Button, ...] = ()
 
     @property
     def text(self) -> str:

@@ -19,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.errors import AUTH_ERRORS, api_error_code, failure_for
 from adapters.slack.files import FileFetcher, upload_file
+from adapters.slack.interactive import button_blocks, interaction_of
 from adapters.slack.normalize import BotIdentity, chat_type_for, event_identity, normalize
 from adapters.slack.settings import SlackSettings
 from adapters.slack.transport import give_up_after, run_http, run_socket
@@ -190,8 +191,13 @@ class SlackAdapter(BasePlatformAdapter):
         async def ignore() -> None:
             return None
 
+        async def on_action(ack: Any, body: dict[str, Any]) -> None:
+            await self._on_action(body)
+            await ack()
+
         app.event("message")(on_message)
         app.event("app_mention")(on_mention)
+        app.action(re.compile(".+"))(on_action)
         app.event(re.compile(".+"))(ignore)  # acknowledge every other event type
         return app
 
@@ -220,6 +226,18 @@ class SlackAdapter(BasePlatformAdapter):
         finally:
             if not lock.locked():
                 self._locks.pop(key, None)
+
+    async def _on_action(self, body: Mapping[str, Any]) -> None:
+        """A button press (`block_actions`) on one of the bot's messages: handed to the
+        gateway before it is acknowledged. Presses that are not ours are ignored."""
+        ctx, ident = self._ctx, self._identity
+        if ctx is None or ident is None:
+            return
+        ev = interaction_of(self.name, body)
+        if ev is None:
+            return
+        chat_type = await self._chat_type({"channel": ev.chat_id})
+        await ctx.interact(ev.model_copy(update={"chat_type": chat_type}))
 
     async def _build_event(self, event: Mapping[str, Any], ident: BotIdentity, *,
                            mention: bool) -> MessageEvent | None:
@@ -325,6 +343,9 @@ class SlackAdapter(BasePlatformAdapter):
         if message.text or not message.attachments:
             kwargs: dict[str, Any] = {"channel": message.chat_id, "text": _text(message.text,
                                       message.formatted), "mrkdwn": message.formatted}
+            if message.buttons:
+                kwargs["blocks"] = button_blocks(kwargs["text"], message.buttons,
+                                                 mrkdwn=message.formatted)
             if thread_ts:
                 kwargs["thread_ts"] = thread_ts
             try:

@@ -14,7 +14,13 @@ from typing import Any
 from telegram import Bot, BotCommand, Update
 from telegram import error as tg_error
 
-from adapters.telegram.convert import BotIdentity, files_of, inbound_message, to_event
+from adapters.telegram.convert import (
+    BotIdentity,
+    files_of,
+    inbound_message,
+    to_event,
+    to_interaction,
+)
 from adapters.telegram.errors import error_text
 from adapters.telegram.media import download_all
 from adapters.telegram.outbound import Outbound, build_bot, close_requests
@@ -182,6 +188,9 @@ class TelegramAdapter(BasePlatformAdapter):
         """Convert and emit one update. Unusable updates are logged and skipped; a failing
         `emit` propagates (the update must not be confirmed)."""
         assert self.me is not None
+        if update.callback_query is not None:
+            await self._handle_press(bot, ctx, update)
+            return
         message = inbound_message(update)
         if message is None:
             return
@@ -204,6 +213,18 @@ class TelegramAdapter(BasePlatformAdapter):
                                error=type(exc).__name__)
             return
         await ctx.emit(event)
+
+    async def _handle_press(self, bot: Bot, ctx: AdapterContext, update: Update) -> None:
+        """A button press: handed to the gateway (durably, like a message), then answered
+        so the client stops its spinner (best effort)."""
+        assert self.me is not None and update.callback_query is not None
+        event = to_interaction(self.name, update, self.me)
+        if event is not None:
+            await ctx.interact(event)
+        try:
+            await bot.answer_callback_query(update.callback_query.id)
+        except tg_error.TelegramError as exc:
+            ctx.logger.info("telegram_callback_answer_failed", error=type(exc).__name__)
 
 
     # -- sending ---------------------------------------------------------------------------

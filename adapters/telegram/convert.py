@@ -7,9 +7,13 @@ from typing import Literal
 
 from telegram import Message, MessageEntity, Update
 
-from gateway.events import Attachment, ChatType, MessageEvent, UserRef
+from gateway.events import Attachment, ChatType, InteractionEvent, MessageEvent, UserRef
 
-__all__ = ["BotIdentity", "FileRef", "files_of", "inbound_message", "to_event", "with_entities"]
+__all__ = ["BotIdentity", "FileRef", "button_data", "files_of", "inbound_message",
+           "to_event", "to_interaction", "with_entities"]
+
+#: Telegram's limit on a button's `callback_data`, in bytes.
+MAX_CALLBACK_DATA = 64
 
 Kind = Literal["image", "audio", "voice", "video", "document", "other"]
 
@@ -155,6 +159,37 @@ def to_event(
         reply_to_bot=reply_to_bot,
         mentions_bot=_mentions_bot(message, me),
         timestamp=message.date.timestamp(),
+        raw=update,
+    )
+
+
+def button_data(action: str, value: str) -> str:
+    """A button's `callback_data`: `action|value`, cut to Telegram's 64 bytes."""
+    return f"{action}|{value}".encode()[:MAX_CALLBACK_DATA].decode("utf-8", "ignore")
+
+
+def to_interaction(platform: str, update: Update, me: BotIdentity) -> InteractionEvent | None:
+    """A button press (`callback_query` on one of the bot's messages), or None when the
+    update is none or carries no usable data (inline-mode and game callbacks)."""
+    query = update.callback_query
+    if query is None or not query.data or "|" not in query.data:
+        return None
+    message = query.message
+    if not isinstance(message, Message):  # None, or too old to be accessible
+        return None
+    action, _, value = query.data.partition("|")
+    u = query.from_user
+    return InteractionEvent(
+        platform=platform,
+        event_id=str(update.update_id),
+        chat_id=str(message.chat.id),
+        chat_type=_CHAT_TYPES.get(message.chat.type, ChatType.GROUP),
+        thread_id=_thread_id(message),
+        user=UserRef(id=str(u.id), name=u.username or u.full_name or None, is_bot=u.is_bot,
+                     is_self=me.is_me(u.id)),
+        action=action,
+        value=value,
+        message_id=str(message.message_id),
         raw=update,
     )
 

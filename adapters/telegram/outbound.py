@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import structlog
-from telegram import Bot, ReplyParameters
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.request import HTTPXRequest
 
+from adapters.telegram.convert import button_data
 from adapters.telegram.errors import classify
 from adapters.telegram.settings import TelegramSettings
-from gateway.events import ErrorKind, OutboundAttachment, OutboundMessage, SendResult
+from gateway.events import Button, ErrorKind, OutboundAttachment, OutboundMessage, SendResult
 from gateway.ports import attachment_bytes
 from hermes_common.text import utf16_length
 
@@ -118,13 +119,15 @@ class Outbound:
             return classify(exc, secret=self._s.plain_token())
 
     async def send(self, message: OutboundMessage) -> SendResult:
+        """Text (with its buttons as an inline keyboard), then each attachment."""
         ids: list[str] = []
         if message.text.strip():
             sent = await self._call(lambda bot: bot.send_message(
                 chat_id=message.chat_id, text=message.text,
                 parse_mode=_parse_mode(message.formatted),
                 message_thread_id=thread_param(message.thread_id),
-                reply_parameters=_reply_param(message.reply_to)))
+                reply_parameters=_reply_param(message.reply_to),
+                reply_markup=_keyboard(message.buttons)))
             if isinstance(sent, SendResult):
                 return sent
             ids.append(str(sent.message_id))
@@ -192,3 +195,13 @@ class Outbound:
         if suffix in _AUDIO:
             return "audio"
         return "document"
+
+
+def _keyboard(buttons: tuple[Button, ...]) -> InlineKeyboardMarkup | None:
+    """One row of inline buttons; a press comes back as a `callback_query`."""
+    if not buttons:
+        return None
+    return InlineKeyboardMarkup([[InlineKeyboardButton(b.label[:64],
+                                                       callback_data=button_data(b.action,
+                                                                                 b.value))
+                                  for b in buttons]])

@@ -24,7 +24,7 @@ from hermes_common.waits import run_unless, sleep_unless
 __all__ = ["ALLOWED_UPDATES", "CURSOR_KEY", "Poller"]
 
 CURSOR_KEY = "update_offset"
-ALLOWED_UPDATES = ["message"]
+ALLOWED_UPDATES = ["message", "callback_query"]
 _MAX_BACKOFF_S = 30.0
 
 Handler = Callable[[Update], Awaitable[None]]

@@ -6,7 +6,10 @@ Rules (from the design seed):
 - path-scoped tools (`read_file`, `write_file`, `patch`) may share a run only when their
   canonical paths do not overlap (same path, or one an ancestor of the other) — two readers of
   the same path never conflict;
-- anything else (unknown tools, bad arguments, side-effecting tools) runs alone, in order.
+- anything else (unknown tools, bad arguments, side-effecting tools) runs alone, in order;
+  so do `execute_code` and `terminal`, which are neither read-only nor path-scoped (a script
+  or a command may touch any file of the workspace): they never run beside a writer, nor
+  beside anything else of their batch.
 A conflicting call closes the current run and starts the next one, so it runs after the call
 it conflicts with. Segment order follows call order.
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import shlex
 
+from gateway.commands.approval import approval_commands
 from gateway.commands.context import CommandContext, CommandServices
 from gateway.commands.registry import Access, Command, CommandRegistry
 from gateway.principals import folder_name
@@ -224,5 +225,6 @@ def builtin_registry() -> CommandRegistry:
         Command("resume", "Switch to another session", _resume, args="<title|id>",
                 access=Access.GROUP),
         Command("whoami", "Who the bot thinks you are", _whoami, busy_ok=True),
+        *approval_commands(),
     ])
     return reg

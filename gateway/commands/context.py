@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from gateway.sessions import SessionManager
     from gateway.turns import SessionResolver
 
-__all__ = ["CommandContext", "CommandServices", "CommandStore", "ManualCompression"]
+__all__ = ["ApprovalDecider", "CommandContext", "CommandServices", "CommandStore",
+           "ManualCompression"]
 
 
 class CommandStore(SessionReader, SessionWriter, MessageLog, LineageStore, Protocol):
@@ -34,6 +35,15 @@ class ManualCompression(Protocol):
         ...
 
 
+class ApprovalDecider(Protocol):
+    """/approve and /deny: decide a request waiting in a chat (`gateway.approvals`)."""
+
+    async def decide(self, *, platform: str, chat_id: str, user_id: str, approve: bool,
+                     is_admin: bool, approval_id: str | None = None) -> str:
+        """The reply for the chat. Must not raise."""
+        ...
+
+
 @dataclass(slots=True)
 class CommandServices:
     """Collaborators of the command handlers (injected by the runner)."""
@@ -46,6 +56,7 @@ class CommandServices:
     model: str
     context_length: int
     registry: CommandRegistry | None = None
+    approvals: ApprovalDecider | None = None
 
 
 @dataclass(slots=True)

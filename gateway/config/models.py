@@ -37,6 +37,7 @@ __all__ = [
     "ProviderConfig",
     "SessionResetConfig",
     "StreamingConfig",
+    "ToolsConfig",
     "WorkspaceConfig",
     "reveal",
 ]

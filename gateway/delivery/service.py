@@ -16,7 +16,14 @@ import structlog
 from gateway.delivery.files import OutboundFiles
 from gateway.delivery.render import preview_text, render_final, render_plain
 from gateway.delivery.stream import DeliveryFailed, StreamConsumer, StreamSettings
-from gateway.events import ErrorKind, MessageEvent, OutboundAttachment, OutboundMessage, SendResult
+from gateway.events import (
+    Button,
+    ErrorKind,
+    MessageEvent,
+    OutboundAttachment,
+    OutboundMessage,
+    SendResult,
+)
 from gateway.ports import BasePlatformAdapter
 from gateway.ratelimit import BudgetClosed, ChatRateBudget, Deferred, RateBudgets
 from hermes_common.backoff import Backoff
@@ -122,8 +129,10 @@ class DeliveryService:
         return self.budgets.for_chat(profile, f"{t.adapter}:{t.chat_id}", t.chat_type)
 
     # -- notices ---------------------------------------------------------------------------
-    async def notify(self, target: ReplyTarget, text: str) -> bool:
-        """A short plain-text notice (command answers, busy acks, pairing codes). Never raises."""
+    async def notify(self, target: ReplyTarget, text: str, *,
+                     buttons: tuple[Button, ...] = ()) -> bool:
+        """A short plain-text notice (command answers, busy acks, pairing codes), with
+        `buttons` where the platform shows them. Never raises."""
         adapter = self._adapters.get(target.adapter)
         if adapter is None:
             return False
@@ -131,7 +140,7 @@ class DeliveryService:
             await self._budget(target).acquire("send")
             res = await adapter.send(OutboundMessage(
                 chat_id=target.chat_id, thread_id=target.thread_id, reply_to=target.reply_to,
-                text=text, formatted=False))
+                text=text, formatted=False, buttons=buttons))
         except Deferred:
             log.info("notice_shed", adapter=target.adapter, chat_id=target.chat_id)
             return False

@@ -10,6 +10,7 @@ from typing import Any
 from agent_core.agent import Agent
 from agent_core.ports import AgentPorts
 from gateway.agents import AgentFactory
+from gateway.approvals import ApprovalDesk, TurnApprovals
 from gateway.delivery.service import DeliveryService, ReplyTarget
 from gateway.events import Principal
 from gateway.principals import audience_of
@@ -51,10 +52,15 @@ class AgentBuilder:
     across turns (bounded, least recently used dropped first) and the gateway's ports."""
 
     def __init__(self, agents: AgentFactory, index: SearchIndex,
-                 delivery: DeliveryService) -> None:
+                 delivery: DeliveryService, *, approvals: ApprovalDesk | None = None,
+                 approval_timeout_s: float = 300.0) -> None:
+        """`approvals`: where a dangerous tool call of a turn asks its user (None: such
+        calls are refused)."""
         self._agents = agents
         self._index = index
         self._delivery = delivery
+        self._approvals = approvals
+        self._approval_timeout_s = approval_timeout_s
         self._extras: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._workspaces: set[Path] = set()
 
@@ -84,6 +90,10 @@ class AgentBuilder:
         scope = SessionScope.of(target.adapter, target.chat_type, target.chat_id, user)
         ports = AgentPorts(search=_SearchPort(self._index, scope),
                            send_message=None if quiet else _SendPort(self._delivery, target))
+        if not quiet and self._approvals is not None:
+            ports.approval = TurnApprovals(self._approvals, target, principal,
+                                           session_id=session.id,
+                                           timeout_s=self._approval_timeout_s)
         await self._ensure_workspace(principal)
         prompt = session.system_prompt or await self._agents.system_prompt(
             audience=audience_of(session))

@@ -20,6 +20,7 @@ from agent_core import events as ae
 from agent_core.agent import Agent
 from agent_core.interrupt import InterruptSignal
 from gateway.agents import AgentFactory
+from gateway.approvals import ApprovalDesk
 from gateway.delivery.service import DeliveryService, PreparedFinal, ReplyTarget
 from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
@@ -287,9 +288,12 @@ def build_turns(
     compression: CompressionHook | None = None,
     metrics: GatewayMetrics | None = None,
     clock: Callable[[], float] = time.time,
+    approvals: ApprovalDesk | None = None,
+    approval_timeout_s: float = 300.0,
 ) -> TurnService:
     """Wire the turn layer from the gateway's parts."""
-    builder = AgentBuilder(agents, store, delivery)
+    builder = AgentBuilder(agents, store, delivery, approvals=approvals,
+                           approval_timeout_s=approval_timeout_s)
     return TurnService(
         store, delivery,
         sessions=SessionResolver(store, builder, policy=reset, format_hint=format_hint,

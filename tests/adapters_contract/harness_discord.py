@@ -12,7 +12,7 @@ import structlog
 
 from adapters.discord import SPEC
 from adapters.discord.adapter import DiscordAdapter
-from gateway.events import MessageEvent
+from gateway.events import InteractionEvent, MessageEvent
 from gateway.ports import AdapterContext
 from gateway.supervision_types import MemoryCursorStore as MemoryCursors
 from tests.adapters_contract.protocol import BotMessage
@@ -44,6 +44,7 @@ class DiscordHarness:
         self.fake = FakeDiscord()
         self.adapter: DiscordAdapter
         self.emitted: list[MessageEvent] = []
+        self.interactions: list[InteractionEvent] = []
         self.emit_calls = 0
         self._seen: set[tuple[str, str]] = set()
         self._connected = asyncio.Event()
@@ -81,6 +82,16 @@ class DiscordHarness:
     def _progress(self) -> None:
         self.progress_calls += 1
 
+    async def _interact(self, event: InteractionEvent) -> bool:
+        key = (event.platform, f"interaction:{event.event_id}")
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        self.interactions.append(event)
+        async with self._changed:
+            self._changed.notify_all()
+        return True
+
     def context(self) -> AdapterContext:
         if self._ctx is None:
             self._ctx = AdapterContext(
@@ -88,6 +99,7 @@ class DiscordHarness:
                 stop_event=asyncio.Event(), cursors=MemoryCursors(),
                 cache_dir=self.tmp_path / "cache", logger=structlog.get_logger("test.discord"),
                 connected=self._connected.set, max_attachment_bytes=1024 * 1024,
+                interact=self._interact,
             )
         return self._ctx
 

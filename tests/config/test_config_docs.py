@@ -55,8 +55,10 @@ def _default_matches(cell: str, field: FieldInfo) -> bool:
             return float(text) == float(value)
         except ValueError:
             return False
-    if isinstance(value, list | dict):
-        return text == ("[]" if isinstance(value, list) else "{}") and not value
+    if isinstance(value, list):
+        return text == "[" + ", ".join(str(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return text == "{}" and not value
     return text == str(value)
 
 

@@ -32,6 +32,7 @@ from tests.discord.fake_payloads import (
     Snowflakes,
     StoredMessage,
     channel_json,
+    component_interaction,
     user_json,
 )
 
@@ -80,6 +81,8 @@ class FakeDiscord:
         self.rate_limited_hits = 0
         #: JSON payloads of message creates and edits, in order: (method, channel, payload)
         self.payloads: list[tuple[str, int, dict[str, Any]]] = []
+        #: Interaction responses the bot sent: (interaction id, response type)
+        self.interaction_responses: list[tuple[int, int]] = []
         self.gateway = FakeGateway(token, "", heartbeat_interval_ms)
         self._runner: web.AppRunner | None = None
 
@@ -117,6 +120,7 @@ class FakeDiscord:
         r.add_delete(f"{API}/channels/{{cid}}/messages/{{mid}}", self._delete)
         r.add_post(f"{API}/channels/{{cid}}/typing", self._typing)
         r.add_get("/attachments/{aid}/{name}", self._download)
+        r.add_post(f"{API}/interactions/{{iid}}/{{token}}/callback", self._interaction_callback)
         self._runner = web.AppRunner(app, shutdown_timeout=0.2, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, 0)
@@ -156,6 +160,29 @@ class FakeDiscord:
         await self.gateway.dispatch("MESSAGE_CREATE", msg.to_json(self.messages))
         return msg
 
+    def buttons(self, message: StoredMessage) -> list[dict[str, Any]]:
+        """The buttons of a bot message (every action row's components)."""
+        return [c for row in message.components for c in row.get("components", [])]
+
+    async def press(self, message: StoredMessage, custom_id: str, *, user: int = ALICE,
+                    again: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`user` presses the button `custom_id` under `message`: INTERACTION_CREATE
+        (`again`: the same interaction dispatched once more). Returns its payload."""
+        assert any(b.get("custom_id") == custom_id for b in self.buttons(message))
+        data = again or component_interaction(iid=self.snowflakes.next(), message=message,
+                                              custom_id=custom_id, user=user,
+                                              lookup=self.messages)
+        await self.gateway.dispatch("INTERACTION_CREATE", data)
+        return data
+
+    async def _interaction_callback(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        iid = int(request.match_info["iid"])
+        if request.match_info["token"] != f"itoken-{iid}":
+            return _error(401, 50027, "Invalid Webhook Token")
+        self.interaction_responses.append((iid, int(body["type"])))
+        return _json({"interaction": {"id": str(iid), "type": 3}})
+
     async def redeliver(self, message: StoredMessage) -> None:
         """Dispatch the same MESSAGE_CREATE again (as after a replay)."""
         await self.gateway.dispatch("MESSAGE_CREATE", message.to_json(self.messages))
@@ -180,7 +207,9 @@ class FakeDiscord:
     async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
         if request.path.startswith(API):
             self.requests.append((request.method, request.path))
-            if request.headers.get("Authorization") != f"Bot {self.token}":
+            # interaction callbacks are authorized by their token in the path, as on Discord
+            if (not request.path.startswith(f"{API}/interactions/")
+                    and request.headers.get("Authorization") != f"Bot {self.token}"):
                 return _error(401, 0, "401: Unauthorized")
         return await handler(request)
 
@@ -264,7 +293,7 @@ class FakeDiscord:
                 return _error(400, 50035, "Invalid Form Body")
             reference = None
         msg = StoredMessage(self.snowflakes.next(), cid, BOT, content, reference=reference,
-                            attachments=files)
+                            attachments=files, components=list(payload.get("components") or []))
         self.messages[msg.id] = msg
         data = msg.to_json(self.messages)
         await self.gateway.dispatch("MESSAGE_CREATE", data)

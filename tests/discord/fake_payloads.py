@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = [
     "ALICE",
+    "CAROL",
     "BOB_BOT",
     "BOT",
     "DM_ALICE",
@@ -30,6 +31,7 @@ DISCORD_EPOCH_MS = 1420070400000
 BOT = 900000000000000001
 ALICE = 900000000000000002
 BOB_BOT = 900000000000000003
+CAROL = 900000000000000004
 GUILD = 900000000000000010
 GENERAL = 900000000000000011
 THREAD = 900000000000000012
@@ -43,6 +45,7 @@ USERS: dict[int, tuple[str, bool]] = {
     BOT: ("hermes", True),
     ALICE: ("alice", False),
     BOB_BOT: ("bob-bot", True),
+    CAROL: ("carol", False),
 }
 
 
@@ -131,6 +134,7 @@ class StoredMessage:
     edits: int = 0
     edited: float | None = None
     deleted: bool = False
+    components: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self, lookup: dict[int, StoredMessage] | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -142,6 +146,7 @@ class StoredMessage:
             "mentions": [user_json(u) for u in self.mentions], "mention_roles": [],
             "attachments": self.attachments, "embeds": [], "pinned": False,
             "type": 19 if self.reference else 0, "flags": 0,
+            "components": self.components,
         }
         guild = guild_of(self.channel_id)
         if guild is not None:
@@ -154,3 +159,26 @@ class StoredMessage:
             target = (lookup or {}).get(self.reference)
             data["referenced_message"] = target.to_json() if target else None
         return data
+
+
+def component_interaction(*, iid: int, message: StoredMessage, custom_id: str, user: int,
+                          lookup: dict[int, StoredMessage] | None = None) -> dict[str, Any]:
+    """INTERACTION_CREATE for a button press (type 3, component type 2) under `message`."""
+    guild = guild_of(message.channel_id)
+    data: dict[str, Any] = {
+        "id": str(iid), "application_id": str(BOT), "type": 3, "token": f"itoken-{iid}",
+        "version": 1, "data": {"custom_id": custom_id, "component_type": 2},
+        "channel_id": str(message.channel_id), "channel": channel_json(message.channel_id),
+        "message": message.to_json(lookup), "locale": "en-US", "app_permissions": "0",
+        "entitlements": [], "authorizing_integration_owners": {}, "context": 0 if guild else 1,
+        "attachment_size_limit": 8 * 1024 * 1024,
+    }
+    if guild is not None:
+        data["guild_id"] = str(guild)
+        data["guild_locale"] = "en-US"
+        data["member"] = {"user": user_json(user), "roles": [], "joined_at": iso(),
+                          "deaf": False, "mute": False, "flags": 0, "permissions": "0",
+                          "pending": False, "nick": None, "avatar": None}
+    else:
+        data["user"] = user_json(user)
+    return data

@@ -27,7 +27,13 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tests.slack.payloads import envelope, event_callback, message_event, signed_headers
+from tests.slack.payloads import (
+    block_actions,
+    envelope,
+    event_callback,
+    message_event,
+    signed_headers,
+)
 
 __all__ = ["Channel", "FakeSlack", "Posted"]
 
@@ -44,6 +50,7 @@ class Posted:
     history: list[str] = field(default_factory=list)
     deleted: bool = False
     files: list[str] = field(default_factory=list)
+    blocks: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -259,8 +266,12 @@ class FakeSlack:
         if len(text) > 40000:
             return {"ok": False, "error": "msg_too_long"}
         mrkdwn = p.get("mrkdwn")
+        blocks = p.get("blocks") or []
+        if isinstance(blocks, str):
+            blocks = json.loads(blocks)
         msg = self._post(cid, text, p.get("thread_ts"),
                          mrkdwn=None if mrkdwn is None else str(mrkdwn).lower() != "false")
+        msg.blocks = list(blocks)
         return {"ok": True, "channel": cid, "ts": msg.ts,
                 "message": {"type": "message", "text": text, "ts": msg.ts,
                             "user": self.bot_user_id, "bot_id": self.bot_id}}
@@ -487,6 +498,33 @@ class FakeSlack:
             self.last_delivered = await self.deliver(
                 message_event(channel_type=kind, event_type="app_mention", **common))
         return ts
+
+    def buttons(self, channel: str, ts: str) -> list[dict[str, Any]]:
+        """The buttons of bot message `ts` (every `actions` block's elements)."""
+        msg = self._find(channel, ts)
+        assert msg is not None
+        return [e for b in msg.blocks if b.get("type") == "actions" for e in b["elements"]]
+
+    async def press(self, channel: str, ts: str, action_id: str, *, user: str = "U0001",
+                    again: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`user` presses the button `action_id` under bot message `ts`: an `interactive`
+        envelope with a `block_actions` payload (`again`: that payload once more)."""
+        msg = self._find(channel, ts)
+        assert msg is not None
+        button = next(b for b in self.buttons(channel, ts) if b["action_id"] == action_id)
+        payload = again or block_actions(
+            channel=channel, user=user, team_id=self.team_id, api_app_id=self.app_id,
+            message={"type": "message", "ts": msg.ts, "text": msg.text,
+                     "user": self.bot_user_id, "bot_id": self.bot_id, "blocks": msg.blocks},
+            action={"action_id": button["action_id"], "value": button.get("value", ""),
+                    "text": button["text"]})
+        env = envelope(payload, kind="interactive")
+        env["accepts_response_payload"] = True
+        self.pending[env["envelope_id"]] = env
+        for ws in self.live_sockets()[-1:]:
+            with contextlib.suppress(Exception):
+                await ws.send_json(env)
+        return payload
 
     async def redeliver_last(self) -> None:
         assert self.last_delivered is not None

@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 __all__ = [
+    "block_actions",
     "envelope",
     "event_callback",
     "message_event",
@@ -97,12 +98,35 @@ def event_callback(event: dict[str, Any], *, team_id: str, api_app_id: str,
 
 
 def envelope(payload: dict[str, Any], *, retry_attempt: int = 0,
-             retry_reason: str = "") -> dict[str, Any]:
+             retry_reason: str = "", kind: str = "events_api") -> dict[str, Any]:
     return {
         "envelope_id": str(uuid.uuid4()),
         "payload": payload,
-        "type": "events_api",
+        "type": kind,
         "accepts_response_payload": False,
         "retry_attempt": retry_attempt,
         "retry_reason": retry_reason,
+    }
+
+
+def block_actions(*, channel: str, message: dict[str, Any], action: dict[str, Any], user: str,
+                  team_id: str, api_app_id: str) -> dict[str, Any]:
+    """A `block_actions` interactive payload: `user` pressed `action` under `message`."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": team_id},
+        "api_app_id": api_app_id,
+        "token": "verification-token-unused",
+        "container": {"type": "message", "message_ts": message["ts"], "channel_id": channel,
+                      "is_ephemeral": False},
+        "trigger_id": f"{next(_ids)}.{int(time.time())}.{uuid.uuid4().hex[:16]}",
+        "team": {"id": team_id, "domain": "fake"},
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "channel": {"id": channel, "name": channel.lower()},
+        "message": message,
+        "state": {"values": {}},
+        "response_url": "https://hooks.slack.invalid/actions/unused",
+        "actions": [{**action, "block_id": "hermes_actions", "type": "button",
+                     "action_ts": f"{time.time():.6f}"}],
     }

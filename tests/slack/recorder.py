@@ -7,7 +7,7 @@ from pathlib import Path
 
 import structlog
 
-from gateway.events import MessageEvent
+from gateway.events import InteractionEvent, MessageEvent
 from gateway.ports import AdapterContext
 from gateway.supervision_types import MemoryCursorStore as MemoryCursors
 
@@ -19,6 +19,7 @@ class Recorder:
 
     def __init__(self, cache_dir: Path) -> None:
         self.emitted: list[MessageEvent] = []
+        self.interactions: list[InteractionEvent] = []
         self.seen: set[tuple[str, str]] = set()
         self.emit_calls = 0
         self.progress_count = 0
@@ -32,7 +33,17 @@ class Recorder:
         return AdapterContext(name=name, emit=self.emit, progress=self.progress,
                               stop_event=self.stop_event, cursors=self.cursors,
                               cache_dir=self.cache_dir, logger=structlog.get_logger("test"),
-                              connected=self.connected)
+                              connected=self.connected, interact=self.interact)
+
+    async def interact(self, event: InteractionEvent) -> bool:
+        key = (event.platform, f"interaction:{event.event_id}")
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        self.interactions.append(event)
+        async with self._changed:
+            self._changed.notify_all()
+        return True
 
     async def emit(self, event: MessageEvent) -> bool:
         self.emit_calls += 1

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from storage import SCHEMA_VERSION, StateStore
 from storage.db import prepare_database
+from storage.migrations import MIGRATIONS
 
 
 def _tables(path: Path) -> set[str]:
@@ -24,14 +25,14 @@ def test_migrations_run_twice_and_on_existing_db(tmp_path: Path) -> None:
     with sqlite3.connect(db) as conn:
         versions = [r[0] for r in conn.execute("SELECT version FROM schema_version")]
         conn.execute("INSERT INTO sessions(id, source, started_at) VALUES ('keep', 'cli', 1)")
-    assert versions == list(range(1, SCHEMA_VERSION + 1))
+    assert versions == sorted(MIGRATIONS)
     assert prepare_database(db) == SCHEMA_VERSION
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT id FROM sessions").fetchall() == [("keep",)]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     expected = {"sessions", "messages", "messages_fts", "messages_trigram", "compression_leases",
                 "inbound_events", "outbox", "cursors", "pairing_codes", "approved_users",
-                "unreachable_chats", "schema_version"}
+                "unreachable_chats", "schema_version", "approvals"}
     assert expected <= _tables(db)
 
 
@@ -41,7 +42,7 @@ async def test_concurrent_opens_migrate_once(tmp_path: Path) -> None:
     for st in stores:
         await st.close()
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == len(MIGRATIONS)
 
 
 async def test_state_db_files_are_owner_only(tmp_path: Path) -> None:
@@ -109,3 +110,18 @@ async def test_v2_guard_encodings_become_columns(tmp_path: Path) -> None:
     assert (got["bare"].failure_streak, got["bare"].cooldown_error) == (1, "summarizer failure")
     assert (got["plain"].failure_streak, got["plain"].cooldown_error,
             got["plain"].verify_pending) == (0, "rate limited", False)
+
+
+def test_a_missing_lower_migration_is_applied_after_a_higher_one(tmp_path: Path) -> None:
+    """Migration numbers may have gaps and arrive in any order (branches merge late): the
+    runner applies every known migration whose row is missing."""
+    db = tmp_path / "state.db"
+    prepare_database(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TABLE approvals")
+        conn.execute("DELETE FROM schema_version WHERE version = 7")
+    assert prepare_database(db) == 5
+    assert "approvals" in _tables(db)
+    with sqlite3.connect(db) as conn:
+        versions = [r[0] for r in conn.execute("SELECT version FROM schema_version")]
+    assert sorted(versions) == sorted(MIGRATIONS)

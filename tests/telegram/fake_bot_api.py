@@ -71,6 +71,8 @@ class BotMsg:
     data: bytes = b""
     versions: list[str] = field(default_factory=list)
     deleted: bool = False
+    #: Inline keyboard buttons (`text`, `callback_data`), row by row flattened.
+    buttons: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def edits(self) -> int:
@@ -95,6 +97,7 @@ class FakeBotApi:
         self.files: dict[str, tuple[bytes, str]] = {}
         self.downloads: list[str] = []
         self.blocked: set[str] = set()
+        self.answered_callbacks: list[str] = []
         self.webhook: dict[str, Any] | None = None
         self.webhook_posts: list[tuple[int, int]] = []  # (update_id, HTTP status)
         self.conflicts_next = 0
@@ -270,6 +273,21 @@ class FakeBotApi:
     def enqueue(self, message: dict[str, Any]) -> dict[str, Any]:
         """Queue an update carrying `message`; returns the update."""
         update = {"update_id": next(self._update_ids), "message": message}
+        self.pending.append(update)
+        self._changed()
+        return update
+
+    def press(self, chat_id: str, message_id: int, data: str, *,
+              user: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A user presses the inline button with `data` under bot message `message_id`:
+        queues a `callback_query` update as Telegram sends it; returns the update."""
+        msg = self._find(chat_id, message_id)
+        assert msg is not None and any(b.get("callback_data") == data for b in msg.buttons), \
+            "no such button"
+        update = {"update_id": next(self._update_ids), "callback_query": {
+            "id": f"cbq{next(self._file_ids)}", "from": dict(user or USER),
+            "message": self._bot_msg_json(msg), "chat_instance": f"ci{chat_id}",
+            "data": data}}
         self.pending.append(update)
         self._changed()
         return update
@@ -511,8 +529,22 @@ class FakeBotApi:
         mode = p.get("parse_mode")
         text = self._visible(str(p.get("text", "")), mode)
         msg = BotMsg(self._next_mid(chat_id), chat_id, text, mode, thread,
-                     self._reply_to(chat_id, p))
+                     self._reply_to(chat_id, p), buttons=self._buttons(p))
         return self._store(chat_id, msg)
+
+    @staticmethod
+    def _buttons(p: dict[str, Any]) -> list[dict[str, Any]]:
+        markup = _json(p.get("reply_markup")) or {}
+        rows = markup.get("inline_keyboard") or []
+        buttons = [dict(b) for row in rows for b in row]
+        for b in buttons:
+            if len(str(b.get("callback_data", "")).encode()) > 64:
+                raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
+        return buttons
+
+    async def _m_answerCallbackQuery(self, p: dict[str, Any]) -> bool:
+        self.answered_callbacks.append(str(p.get("callback_query_id")))
+        return True
 
     def _find(self, chat_id: str, message_id: int | None) -> BotMsg | None:
         for m in self.messages.get(chat_id, []):

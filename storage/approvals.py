@@ -1,0 +1,46 @@
+"""Approvals of dangerous tool calls: each request and its decision (schema v7)."""
+
+from __future__ import annotations
+
+from storage.base import StoreBase
+from storage.codec import scrub
+from storage.syncconn import Conn
+from storage.types import ApprovalRecord, row_to
+
+__all__ = ["ApprovalsMixin"]
+
+
+class ApprovalsMixin(StoreBase):
+    """The `approvals` table: written when a request is made and once when it is decided."""
+
+    async def record_approval(self, record: ApprovalRecord) -> None:
+        async def op(conn: Conn) -> None:
+            await conn.execute(
+                "INSERT INTO approvals(id, session_id, platform, chat_id, requester, tool,"
+                " command, reason, status, decided_by, created_at, decided_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.id, record.session_id, record.platform, record.chat_id,
+                 record.requester, record.tool, scrub(record.command) or "",
+                 scrub(record.reason) or "", record.status, record.decided_by,
+                 record.created_at or self._clock(), record.decided_at))
+
+        await self._write(op)
+
+    async def decide_approval(self, approval_id: str, *, status: str,
+                              decided_by: str | None) -> bool:
+        async def op(conn: Conn) -> bool:
+            cur = await conn.execute(
+                "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?"
+                " WHERE id = ? AND status = 'pending'",
+                (status, decided_by, self._clock(), approval_id))
+            return bool(cur.rowcount)
+
+        return await self._write(op)
+
+    async def list_approvals(self, *, session_id: str | None = None,
+                             limit: int = 50) -> list[ApprovalRecord]:
+        rows = await self._fetchall(
+            "SELECT * FROM approvals WHERE (? IS NULL OR session_id = ?)"
+            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (session_id, session_id, max(1, limit)))
+        return [row_to(ApprovalRecord, r) for r in rows]
