@@ -27,6 +27,7 @@ from gateway.eventloop import run as run_loop
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from gateway.runner import GatewayRunner
     from storage.ports import HistoryReader
 
 __all__ = ["run_demo"]
@@ -38,6 +39,8 @@ SCRIPT = [
     "Please save a note: the demo works offline",
     "Tell me about streaming.",
     "And about sessions?",
+    "How do tools work?",
+    "Thanks, that helps.",
     "/status",
     "/compress here 1",
     "/status",
@@ -74,7 +77,25 @@ async def _chat(client: AsyncOpenAI, text: str, console: Console) -> str:
     return "".join(out)
 
 
-async def _demo(home: Path, console: Console) -> int:
+async def _wait_for_ctrl_c(console: Console, urls: str) -> None:
+    """`--keep`: leave the demo gateway up until Ctrl-C (or SIGTERM)."""
+    import asyncio
+    import signal
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    console.print(Panel.fit(urls + "\nPress Ctrl-C to stop the demo gateway.",
+                            title="The demo gateway stays up (--keep)"))
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+async def _demo(home: Path, console: Console, keep: bool = False) -> int:
     from openai import AsyncOpenAI
 
     from gateway.config.load import load_config
@@ -102,9 +123,18 @@ async def _demo(home: Path, console: Console) -> int:
                 await _chat(client, line, console)
             await client.close()
             await _show_state(runner.store, home, console)
+            if keep:
+                await _wait_for_ctrl_c(console, _urls(runner, port))
         finally:
             await runner.shutdown()
     return 0
+
+
+def _urls(runner: GatewayRunner, port: int) -> str:
+    lines = [f"API: http://127.0.0.1:{port}/v1 (key {API_KEY})"]
+    if runner.health is not None:
+        lines.append(f"Health: {runner.health.url}")
+    return "\n".join(lines)
 
 
 async def _show_state(store: HistoryReader, home: Path, console: Console) -> None:
@@ -139,7 +169,9 @@ async def _show_state(store: HistoryReader, home: Path, console: Console) -> Non
 
 
 def run_demo(keep: bool = False) -> int:
-    """Run the demo; returns the process exit code."""
+    """Run the demo; returns the process exit code. `keep`: leave the demo gateway up after
+    the script until Ctrl-C, so its API (and dashboard) can be tried by hand; the throwaway
+    profile is removed afterwards all the same."""
     console = Console()
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     tmp = tempfile.mkdtemp(prefix="hermes-demo-")
@@ -150,11 +182,8 @@ def run_demo(keep: bool = False) -> int:
     configure_logging(level="WARNING", fmt="json", log_dir=home / "logs", stream=io.StringIO(),
                       profile="demo")
     try:
-        return run_loop(_demo(home, console))
+        return run_loop(_demo(home, console, keep))
     finally:
-        if not keep:
-            import shutil
+        import shutil
 
-            shutil.rmtree(home, ignore_errors=True)
-        else:
-            console.print(f"Kept the demo profile at {home}")
+        shutil.rmtree(home, ignore_errors=True)
