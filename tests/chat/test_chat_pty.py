@@ -1,0 +1,99 @@
+"""`hermes chat` as a person uses it, in a pseudo-terminal: type, see the streamed answer,
+complete and run `/status`, interrupt a hanging turn with Ctrl-C, leave with `/exit`. The
+gateway is the one `hermes chat` starts itself (no gateway runs on the profile)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.chat.conftest import HERMES, chat_env, hermes, write_profile
+from tests.fakes.openai_server import FakeOpenAIServer, Reply, hang
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def _expect(child: pexpect.spawn, pattern: str, timeout: float = 30) -> str:
+    await asyncio.to_thread(child.expect, pattern, timeout=timeout)
+    return str(child.before) + str(child.after)
+
+
+async def test_type_stream_status_interrupt_and_exit(tmp_path: Path,
+                                                     model: FakeOpenAIServer) -> None:
+    write_profile(tmp_path, model.base_url)
+    child = pexpect.spawn(str(HERMES), ["chat"], env=chat_env(tmp_path), encoding="utf-8",
+                          dimensions=(40, 100), timeout=30)
+    try:
+        await _expect(child, "you ›")
+        model.enqueue(Reply(text="The **tide** comes in twice a day.", delay_s=0.05))
+        child.sendline("when does the tide come?")
+        shown = await _expect(child, "twice a day")
+        assert "tide" in shown and "**" not in shown      # Markdown rendered, not raw
+        assert model.requests[-1].stream                  # the model was asked to stream
+        await _expect(child, "you ›")
+
+        child.send("/sta")
+        child.send("\t")                                    # completes to /status
+        await _expect(child, "/status")
+        child.sendline("")
+        status = await _expect(child, r"Compressions: 0")
+        assert "Model: fake-model" in status
+        await _expect(child, "you ›")
+
+        model.enqueue(hang())
+        child.sendline("think forever")
+        await _expect(child, "…")
+        for _ in range(100):  # until the model holds the request
+            if any("think forever" in json.dumps(r.body) for r in model.requests):
+                break
+            await asyncio.sleep(0.05)
+        child.sendintr()                                    # Ctrl-C: stop this turn
+        await _expect(child, "interrupted")
+        await _expect(child, "you ›")
+        child.sendline("/exit")
+        await _expect(child, pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    listed = hermes(tmp_path, "sessions", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert len(rows) == 1 and rows[0]["id"]
+    shown = hermes(tmp_path, "sessions", "show", rows[0]["id"], "--json")
+    texts = [m.get("content") for m in json.loads(shown.stdout)["messages"]]
+    assert "when does the tide come?" in texts
+    assert "The **tide** comes in twice a day." in texts
+
+
+async def test_q_json_answers_once_and_resume_continues(tmp_path: Path,
+                                                        model: FakeOpenAIServer) -> None:
+    write_profile(tmp_path, model.base_url)
+    model.enqueue(Reply(text="Noted: blue.", usage={"prompt_tokens": 11,
+                                                     "completion_tokens": 3,
+                                                     "total_tokens": 14}))
+    first = await asyncio.to_thread(hermes, tmp_path, "chat", "-q", "my colour is blue",
+                                    "--json")
+    assert first.returncode == 0, first.stderr
+    out = json.loads(first.stdout)
+    assert out["reply"] == "Noted: blue." and out["ok"] is True
+    assert out["usage"] == {"input_tokens": 11, "output_tokens": 3}
+    sid = out["session"]
+    named = await asyncio.to_thread(hermes, tmp_path, "chat", "-q", "/title Colours")
+    assert "Title set" in named.stdout
+
+    await asyncio.to_thread(hermes, tmp_path, "chat", "-q", "/new")
+    model.enqueue(Reply(text="Still blue."))
+    again = await asyncio.to_thread(hermes, tmp_path, "chat", "--resume", "Colours", "-q",
+                                    "and my colour?", "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["session"] == sid
+    seen = [m.get("content") for m in model.requests[-1].body["messages"]]
+    assert "my colour is blue" in seen                  # the resumed history reached the model
+    missing = await asyncio.to_thread(hermes, tmp_path, "chat", "--resume", "Nope", "-q", "x")
+    assert missing.returncode == 1 and "No session" in missing.stderr
+    assert re.search(r"\d", sid)
