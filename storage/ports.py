@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from storage.types import (
     ApprovedUser,
+    DayUsage,
     GuardState,
     HeldEvent,
     Lease,
@@ -44,6 +45,7 @@ __all__ = [
     "OutboxLedger",
     "PairingStore",
     "Reachability",
+    "Reports",
     "SearchIndex",
     "SessionReader",
     "SessionWriter",
@@ -331,6 +333,16 @@ class PairingStore(Protocol):
     async def is_approved(self, platform: str, user_id: str) -> bool: ...
 
     async def approved_users(self, platform: str | None = None) -> list[ApprovedUser]: ...
+
+
+class Reports(Protocol):
+    """Read-only aggregates for the operator's dashboard."""
+
+    async def usage_by_day(self, since: float) -> list[DayUsage]:
+        """Tokens of the sessions started since `since`, per UTC day of their start."""
+        ...
+
+    async def session_count(self) -> int: ...
 
 
 class Maintenance(Protocol):

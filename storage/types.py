@@ -17,6 +17,7 @@ __all__ = [
     "OutboxState",
     "PairingCode",
     "ApprovedUser",
+    "DayUsage",
     "row_to",
 ]
 
@@ -221,3 +222,13 @@ class ApprovedUser:
     user_id: str
     display: str | None
     approved_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class DayUsage:
+    """Token totals of the sessions started on one UTC day (`YYYY-MM-DD`)."""
+
+    day: str
+    input_tokens: int
+    output_tokens: int
+    sessions: int

@@ -57,6 +57,7 @@ def _config(model_url: str) -> dict[str, Any]:
                               "api_keys": [API_KEY]}},
         "gateway": {"health": {"port": 0}, "streaming": {"edit_interval_s": 0.2}},
         "compression": {"protect_first_n": 1},
+        "dashboard": {"enabled": True, "host": "127.0.0.1", "port": 0},
         "logging": {"level": "WARNING", "file": {"enabled": True}},
     }
 
@@ -115,6 +116,7 @@ async def _demo(home: Path, console: Console, keep: bool = False) -> int:
             console.print(Panel.fit(
                 f"Gateway ready in {time.monotonic() - started:.2f}s · API on "
                 f"http://127.0.0.1:{port}/v1 · health on {runner.health.url if runner.health else '-'}"
+                f"\nDashboard: {runner.dashboard.url if runner.dashboard else '-'}"
                 f"\nProfile (throwaway): {home}\nModel: {MODEL_NAME} (offline stand-in, "
                 "no network, no tokens)", title="Hermes Gateway demo"))
             client = AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=API_KEY,
@@ -134,6 +136,8 @@ def _urls(runner: GatewayRunner, port: int) -> str:
     lines = [f"API: http://127.0.0.1:{port}/v1 (key {API_KEY})"]
     if runner.health is not None:
         lines.append(f"Health: {runner.health.url}")
+    if runner.dashboard is not None:
+        lines.append(f"Dashboard: {runner.dashboard.url} (open it in a browser)")
     return "\n".join(lines)
 
 
