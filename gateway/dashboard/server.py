@@ -21,7 +21,7 @@ from gateway.dashboard.errors import RecentErrors
 from gateway.process import process_stats
 from gateway.supervision_types import AdapterStatus
 from storage.ports import HistoryReader, LeaseStore, PairingStore, Reports
-from storage.types import Session
+from storage.types import DayUsage, Session
 
 __all__ = ["DashboardServer", "DashboardSources", "DashboardStore"]
 
@@ -29,6 +29,7 @@ log = structlog.get_logger("gateway.dashboard")
 HERE = Path(__file__).parent
 USAGE_DAYS = 14
 PAGE = 50
+AGGREGATES_TTL_S = 10.0
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 
@@ -77,6 +78,9 @@ class DashboardServer:
         self._clock = clock
         self._started = clock()
         self._runner: web.AppRunner | None = None
+        # (when, since, usage per day, session count): the store's aggregates, re-read at
+        # most every AGGREGATES_TTL_S so an open overview polling every 2 s costs little
+        self._aggregates: tuple[float, float, list[DayUsage], int] | None = None
         self.port = 0
         self._env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(HERE / "templates")),
@@ -181,8 +185,13 @@ class DashboardServer:
         today = dt.datetime.fromtimestamp(now, dt.UTC).date()
         since = dt.datetime.combine(today - dt.timedelta(days=USAGE_DAYS - 1), dt.time(),
                                     dt.UTC).timestamp()
-        usage, total, sessions = await asyncio.gather(
-            store.usage_by_day(since), store.session_count(), self._src.sessions())
+        cached = self._aggregates
+        if cached is None or now - cached[0] > AGGREGATES_TTL_S or cached[1] != since:
+            usage_rows, count = await asyncio.gather(store.usage_by_day(since),
+                                                     store.session_count())
+            cached = self._aggregates = (now, since, usage_rows, count)
+        _, _, usage, total = cached
+        sessions = await self._src.sessions()
         comp = self._src.compression()
         raw = comp.get("running")
         running: list[dict[str, Any]] = raw if isinstance(raw, list) else []

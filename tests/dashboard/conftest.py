@@ -48,7 +48,10 @@ async def gateway(tmp_path: Path, model: FakeOpenAIServer,
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)")
+        reason = f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)  # CI installs it: a missing browser is a failure there
+        pytest.skip(reason)
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:

@@ -76,6 +76,8 @@ async def test_operator_walkthrough(gateway: tuple[GatewayRunner, FakeAdapter],
     # /compress rotates the session; its page shows the lineage, the compression marked.
     for i in range(3):
         await _say(client, f"tell me more, part {i}")
+    model.enqueue(Reply(text="## Goal\nLearn where zebras go in the dry season.\n"
+                              "## Completed Actions\n1. Explained the migration."))
     done = await _say(client, "/compress")
     assert "Compressed" in done, done
     await page.goto(base + "/sessions")
