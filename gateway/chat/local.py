@@ -31,7 +31,8 @@ def socket_path(p: ProfilePaths, cfg: HermesConfig) -> Path:
 
 
 def chat_only(cfg: HermesConfig) -> HermesConfig:
-    """`cfg` with the cli adapter as its only platform and the health server off."""
+    """`cfg` with the cli adapter as its only platform, the health server and the dashboard
+    off (a terminal chat opens no network port)."""
     block = cfg.platforms.root.get("cli")
     data: dict[str, Any] = block.model_dump() if block is not None else {}
     data["enabled"] = True
@@ -39,6 +40,7 @@ def chat_only(cfg: HermesConfig) -> HermesConfig:
     return cfg.model_copy(update={
         "platforms": PlatformsConfig.model_validate({"cli": data}),
         "gateway": cfg.gateway.model_copy(update={"health": health}),
+        "dashboard": cfg.dashboard.model_copy(update={"enabled": False}),
     })
 
 

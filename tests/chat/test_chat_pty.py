@@ -13,7 +13,7 @@ import pexpect
 import pytest
 
 from tests.chat.conftest import HERMES, chat_env, hermes, write_profile
-from tests.fakes.openai_server import FakeOpenAIServer, Reply, hang
+from tests.fakes.openai_server import FakeOpenAIServer, Reply, call, hang, tool_calls
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,6 +45,13 @@ async def test_type_stream_status_interrupt_and_exit(tmp_path: Path,
         assert "Model: fake-model" in status
         await _expect(child, "you ›")
 
+        model.enqueue(tool_calls(call("read_file", {"path": "nothing-here.txt"})),
+                      Reply(text="No such file, sorry.", delay_s=0.6))
+        child.sendline("read nothing-here.txt")
+        progress = await _expect(child, "No such file, sorry.")
+        assert "🔧 read_file" in progress                  # the tool call as a progress line
+        await _expect(child, "you ›")
+
         model.enqueue(hang())
         child.sendline("think forever")
         await _expect(child, "…")
@@ -72,7 +79,11 @@ async def test_type_stream_status_interrupt_and_exit(tmp_path: Path,
 
 async def test_q_json_answers_once_and_resume_continues(tmp_path: Path,
                                                         model: FakeOpenAIServer) -> None:
+    """Each `hermes chat -q` is its own process (its own chat-only gateway): the session
+    lives in the store between them. `/title NAME` as the very first message names it."""
     write_profile(tmp_path, model.base_url)
+    named = await asyncio.to_thread(hermes, tmp_path, "chat", "-q", "/title Colours")
+    assert named.returncode == 0 and "Title set: Colours" in named.stdout, named.stderr
     model.enqueue(Reply(text="Noted: blue.", usage={"prompt_tokens": 11,
                                                      "completion_tokens": 3,
                                                      "total_tokens": 14}))
@@ -83,17 +94,15 @@ async def test_q_json_answers_once_and_resume_continues(tmp_path: Path,
     assert out["reply"] == "Noted: blue." and out["ok"] is True
     assert out["usage"] == {"input_tokens": 11, "output_tokens": 3}
     sid = out["session"]
-    named = await asyncio.to_thread(hermes, tmp_path, "chat", "-q", "/title Colours")
-    assert "Title set" in named.stdout
+    assert re.fullmatch(r"[\w-]+", sid)
 
-    await asyncio.to_thread(hermes, tmp_path, "chat", "-q", "/new")
     model.enqueue(Reply(text="Still blue."))
     again = await asyncio.to_thread(hermes, tmp_path, "chat", "--resume", "Colours", "-q",
-                                    "and my colour?", "--json")
-    assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout)["session"] == sid
+                                    "/new", timeout=60)
+    assert "New session" in again.stdout, again.stderr  # /new ended the titled session
+    back = await asyncio.to_thread(hermes, tmp_path, "chat", "--resume", "Colours", "-q",
+                                   "and my colour?", "--json")
+    assert back.returncode == 0, back.stderr
+    assert json.loads(back.stdout)["session"] == sid
     seen = [m.get("content") for m in model.requests[-1].body["messages"]]
     assert "my colour is blue" in seen                  # the resumed history reached the model
-    missing = await asyncio.to_thread(hermes, tmp_path, "chat", "--resume", "Nope", "-q", "x")
-    assert missing.returncode == 1 and "No session" in missing.stderr
-    assert re.search(r"\d", sid)

@@ -168,7 +168,7 @@ def test_unknown_platform_exits_78_listing_the_adapters(home_dir: Path) -> None:
     r = run_hermes(home_dir, "config", "check")
     assert r.returncode == 78
     assert "platforms.slak" in r.stderr and "did you mean 'slack'?" in r.stderr
-    assert "available adapters: api, discord, fake, slack, telegram" in r.stderr
+    assert "available adapters: api, cli, discord, fake, slack, telegram" in r.stderr
 
 
 def test_check_prints_no_secret_of_an_invalid_block(home_dir: Path) -> None:
