@@ -46,6 +46,20 @@ def hermes(home: Path, *args: str, timeout: float = 60) -> subprocess.CompletedP
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def stored_texts(prof: Path) -> list[tuple[str, str, str]]:
+    """(session source, role, content) of every stored message, read-only (a running
+    gateway may hold the store: SQLite's WAL lets this read beside it)."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{prof / 'state.db'}?mode=ro", uri=True)
+    try:
+        return [(str(a), str(b), str(c)) for a, b, c in con.execute(
+            "SELECT s.source, m.role, COALESCE(m.content, '') FROM messages m "
+            "JOIN sessions s ON s.id = m.session_id ORDER BY m.id")]
+    finally:
+        con.close()
+
+
 @pytest.fixture
 async def model() -> AsyncIterator[FakeOpenAIServer]:
     async with FakeOpenAIServer() as server:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.chat.conftest import HERMES, chat_env, hermes, write_profile
+from tests.chat.conftest import HERMES, chat_env, hermes, stored_texts, write_profile
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, call, hang, tool_calls
 
 pytestmark = pytest.mark.timeout(120)
@@ -25,7 +25,7 @@ async def _expect(child: pexpect.spawn, pattern: str, timeout: float = 30) -> st
 
 async def test_type_stream_status_interrupt_and_exit(tmp_path: Path,
                                                      model: FakeOpenAIServer) -> None:
-    write_profile(tmp_path, model.base_url)
+    prof = write_profile(tmp_path, model.base_url)
     child = pexpect.spawn(str(HERMES), ["chat"], env=chat_env(tmp_path), encoding="utf-8",
                           dimensions=(40, 100), timeout=30)
     try:
@@ -67,14 +67,9 @@ async def test_type_stream_status_interrupt_and_exit(tmp_path: Path,
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
-    listed = hermes(tmp_path, "sessions", "list", "--json")
-    assert listed.returncode == 0, listed.stderr
-    rows = json.loads(listed.stdout)
-    assert len(rows) == 1 and rows[0]["id"]
-    shown = hermes(tmp_path, "sessions", "show", rows[0]["id"], "--json")
-    texts = [m.get("content") for m in json.loads(shown.stdout)["messages"]]
-    assert "when does the tide come?" in texts
-    assert "The **tide** comes in twice a day." in texts
+    stored = stored_texts(prof)
+    assert ("cli", "user", "when does the tide come?") in stored   # the cli platform's session
+    assert ("cli", "assistant", "The **tide** comes in twice a day.") in stored
 
 
 async def test_q_json_answers_once_and_resume_continues(tmp_path: Path,

@@ -13,7 +13,7 @@ import pexpect
 import pytest
 import yaml
 
-from tests.chat.conftest import HERMES, chat_env, hermes, write_profile
+from tests.chat.conftest import HERMES, chat_env, hermes, stored_texts, write_profile
 from tests.fakes.gateway_process import gateway_process, until
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
@@ -31,9 +31,8 @@ async def test_chat_goes_through_the_running_gateway(tmp_path: Path,
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["reply"] == "Hello from the daemon."
         assert proc.returncode is None                 # the daemon kept running, unharmed
-        # the daemon's store has the turn (its /sessions sees it through the same socket)
-        listed = await asyncio.to_thread(hermes, tmp_path, "chat", "-q", "/sessions")
-        assert "(current)" in listed.stdout
+        # the daemon wrote the turn (the chat process never opened the store)
+        assert ("cli", "user", "hi daemon") in stored_texts(prof)
 
 
 async def test_a_gateway_without_the_cli_adapter_is_never_bypassed(
