@@ -61,6 +61,11 @@ async def _connection(demo: bool, console: Console) -> AsyncIterator[tuple[ChatC
         finally:
             await remote.close()
         return
+    from gateway.instance import running_pid
+
+    holder = running_pid(p.root)
+    if holder is not None:  # a gateway holds the profile and serves no chat socket
+        raise ChatRefused(f"a gateway is already running for this profile (pid {holder})")
     ensure_profile_dirs(p)
     configure_logging(level=loaded.config.logging.level, fmt="json", log_dir=p.logs,
                       stream=io.StringIO(), profile=current().profile)
