@@ -64,7 +64,10 @@ async def test_chat_holds_the_profile_while_it_runs_its_own_gateway(
         model.enqueue(Reply(text="Second terminal here."))
         second = await asyncio.to_thread(hermes, tmp_path, "chat", "-q", "from another tty")
         assert second.returncode == 0 and "Second terminal here." in second.stdout
-        child.sendline("/exit")
+        child.sendintr()                                   # Ctrl-C at the prompt: a hint
+        await asyncio.to_thread(child.expect, "Ctrl-C again")
+        child.sendintr()                                   # and again: leave
         await asyncio.to_thread(child.expect, pexpect.EOF)
     finally:
         child.close(force=True)
+    assert child.exitstatus == 0
