@@ -56,6 +56,7 @@ from gateway.wiring import GatewayParts, GatewayStore, wire
 from hermes_common.waits import cancel_and_wait
 
 if TYPE_CHECKING:
+    from gateway.dashboard import DashboardServer
     from storage import StateStore
 
 __all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle"]
@@ -123,6 +124,7 @@ class GatewayRunner:
         self.started_at = time.monotonic()
         self.metrics = GatewayMetrics()
         self.health: HealthServer | None = None
+        self.dashboard: DashboardServer | None = None
         self.watchdog: LoopWatchdog | None = None
         self.notifier = SdNotifier.from_env(unset_environment=True)
 
@@ -243,6 +245,7 @@ class GatewayRunner:
         stack.push_async_callback(_quietly, "adapters", parts.supervisor.stop)
         await parts.supervisor.start()
         await self._start_health(stack, parts)  # probes answer (503) while adapters connect
+        await self._start_dashboard(stack, parts)
         await self._await_adapters(parts.supervisor)
         if self._stop.is_set():  # stopped while connecting: recovery waits for the next start
             return
@@ -362,6 +365,21 @@ class GatewayRunner:
             raise ConfigurationError(
                 f"gateway.health: cannot listen on {hc.host}:{port} ({exc.strerror})") from exc
         stack.push_async_callback(_quietly, "health", self.health.stop)
+
+    async def _start_dashboard(self, stack: AsyncExitStack, parts: GatewayParts) -> None:
+        dc = self.config.dashboard
+        if not dc.enabled:
+            return
+        from gateway.dashboard.wire import dashboard_for
+
+        self.dashboard = dashboard_for(dc, parts, _version(),
+                                       port=0 if self._health_port == 0 else None)
+        try:
+            await self.dashboard.start()
+        except OSError as exc:
+            raise ConfigurationError(
+                f"dashboard: cannot listen on {dc.host}:{dc.port} ({exc.strerror})") from exc
+        stack.push_async_callback(_quietly, "dashboard", self.dashboard.stop)
 
     def _start_duties(self, stack: AsyncExitStack, parts: GatewayParts) -> None:
         """Background duties of a ready gateway; each is cancelled at teardown."""

@@ -56,6 +56,7 @@ from storage.ports import (
     OutboxLedger,
     PairingStore,
     Reachability,
+    Reports,
     SearchIndex,
     SessionReader,
     SessionWriter,
@@ -72,7 +73,7 @@ log = structlog.get_logger("gateway.wiring")
 class GatewayStore(SessionReader, SessionWriter, MessageLog, LiveTranscript, LineageStore,
                    SearchIndex, UsageLedger, GuardStore, LeaseStore, CompactionCommitter,
                    DedupLedger, HeldEvents, PairingStore, Reachability, OutboxLedger,
-                   CursorLedger, Maintenance, ApprovalLedger, Protocol):
+                   CursorLedger, Maintenance, ApprovalLedger, Reports, Protocol):
     """Every storage port the running gateway uses (the state store implements them all).
     Each component below is handed this store but typed with the narrower port it needs."""
 

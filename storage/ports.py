@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from storage.types import (
     ApprovalRecord,
     ApprovedUser,
+    DayUsage,
     GuardState,
     HeldEvent,
     Lease,
@@ -46,6 +47,7 @@ __all__ = [
     "OutboxLedger",
     "PairingStore",
     "Reachability",
+    "Reports",
     "SearchIndex",
     "SessionReader",
     "SessionWriter",
@@ -361,6 +363,16 @@ class ApprovalLedger(Protocol):
                              limit: int = 50) -> list[ApprovalRecord]:
         """Requests, newest first (all sessions when `session_id` is None)."""
         ...
+
+
+class Reports(Protocol):
+    """Read-only aggregates for the operator's dashboard."""
+
+    async def usage_by_day(self, since: float) -> list[DayUsage]:
+        """Tokens of the sessions started since `since`, per UTC day of their start."""
+        ...
+
+    async def session_count(self) -> int: ...
 
 
 class Maintenance(Protocol):

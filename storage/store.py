@@ -21,6 +21,7 @@ from storage.live import LiveMixin
 from storage.messages import APPEND_KEY, MessagesMixin, append_merged
 from storage.ops import OpsMixin
 from storage.pairing import PairingMixin
+from storage.reports import ReportsMixin
 from storage.search import SearchMixin
 from storage.sessions import SessionsMixin
 
@@ -42,6 +43,7 @@ class StateStore(
     InboxMixin,
     PairingMixin,
     ApprovalsMixin,
+    ReportsMixin,
     OpsMixin,
 ):
     """Async repository over one SQLite file.
@@ -117,6 +119,6 @@ if TYPE_CHECKING:  # the type checker proves `StateStore` implements every stora
             ports.MessageLog, ports.LiveTranscript, ports.LineageStore, ports.SearchIndex,
             ports.LeaseStore, ports.CompactionCommitter, ports.DedupLedger, ports.HeldEvents,
             ports.OutboxLedger, ports.Reachability, ports.CursorLedger, ports.PairingStore,
-            ports.Maintenance, ports.StoreLifecycle, ports.ApprovalLedger,
+            ports.Maintenance, ports.StoreLifecycle, ports.ApprovalLedger, ports.Reports,
         ] = (store,) * 19
         del checks

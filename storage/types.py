@@ -18,6 +18,7 @@ __all__ = [
     "PairingCode",
     "ApprovedUser",
     "ApprovalRecord",
+    "DayUsage",
     "row_to",
 ]
 
@@ -241,3 +242,13 @@ class ApprovalRecord:
     decided_by: str | None = None
     created_at: float = 0.0
     decided_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DayUsage:
+    """Token totals of the sessions started on one UTC day (`YYYY-MM-DD`)."""
+
+    day: str
+    input_tokens: int
+    output_tokens: int
+    sessions: int

@@ -56,7 +56,14 @@ def check(
         where = str(loaded.config_file)
     else:
         where = f"no {loaded.config_file} (built-in defaults)"
-    enabled = ", ".join(cfg.platforms.enabled()) or "none"
+    from gateway.config.readiness import missing_message, missing_parts
+
+    missing = missing_parts(cfg)
+    if missing:
+        typer.echo("hermes: config error: " + missing_message(
+            missing, str(loaded.config_file), loaded.config_found), err=True)
+        raise typer.Exit(EXIT_CONFIG)
+    enabled = ", ".join(cfg.platforms.enabled())
     typer.echo(f"config OK: {where}; platforms enabled: {enabled}")
 
 

@@ -8,7 +8,8 @@ import typer
 
 
 def demo(
-    keep: Annotated[bool, typer.Option("--keep", help="Keep the throwaway profile.")] = False,
+    keep: Annotated[bool, typer.Option(
+        "--keep", help="Leave the demo gateway up after the script until Ctrl-C.")] = False,
 ) -> None:
     """Run the real gateway with an offline stand-in model and chat with it over HTTP."""
     from gateway.demo.run import run_demo

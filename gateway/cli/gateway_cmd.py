@@ -17,11 +17,13 @@ def run(
 ) -> None:
     """Run the gateway in the foreground until SIGTERM/SIGINT (exit 0) or SIGUSR1 (exit 75).
 
-    Exit 78 on a configuration error, including a gateway already running for this profile.
+    Exit 78 on a configuration error, including a gateway already running for this profile
+    and a profile with no platform enabled (a fresh one: see `hermes demo`).
     Ctrl-C twice exits at once (1); stored state is kept for the next start.
     """
     from gateway.cli.bootstrap import current, fail, load_config_or_exit, warn
     from gateway.config import EXIT_CONFIG
+    from gateway.config.readiness import missing_message, missing_parts
     from gateway.eventloop import run as run_loop
     from gateway.instance import AlreadyRunning
     from gateway.logging import configure_from_config
@@ -31,6 +33,9 @@ def run(
     loaded = load_config_or_exit()
     for w in loaded.warnings:
         warn(w)
+    missing = missing_parts(loaded.config)
+    if missing:
+        fail(missing_message(missing, str(loaded.config_file), loaded.config_found), EXIT_CONFIG)
     state = current()
     p = paths()
     ensure_profile_dirs(p)

@@ -64,6 +64,9 @@ def _attach() -> None:
     from gateway.cli.demo_cmd import demo
 
     app.command("demo")(demo)
+    from gateway.cli.chat_cmd import chat
+
+    app.command("chat")(chat)
     try:
         sessions_cmd = importlib.import_module("gateway.cli.sessions_cmd")
     except ModuleNotFoundError as exc:  # only while that module is not written yet

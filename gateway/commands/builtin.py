@@ -112,7 +112,10 @@ async def _compress(c: CommandContext) -> str:
         s.id, force=True, focus=focus, keep_last_turns=keep, preview=preview)
     if out.status == "compressed":
         child = f" Continuing in {out.child_session_id}." if out.child_session_id else ""
-        return (f"🗜 Compressed: {out.tokens_before:,} → {out.tokens_after:,} tokens.{child}")
+        before, after = out.tokens_before, out.tokens_after
+        saved = (f" (saved {before - after:,}, {(before - after) * 100 // before}%)"
+                 if 0 < after < before else "")
+        return f"🗜 Compressed: {before:,} → {after:,} tokens{saved}.{child}"
     if out.status == "preview":
         return f"🔍 Preview: {out.detail or ''}".strip()
     if out.status == "deferred":
@@ -149,9 +152,15 @@ async def _branch(c: CommandContext) -> str:
 
 async def _title(c: CommandContext) -> str:
     s = await c.session()
-    if s is None:
-        return "There is no session yet."
     name = c.args.strip()
+    if s is None and not name:
+        return "There is no session yet. Use /title NAME to start one with that name."
+    if s is None:  # the first message of a chat: start the session it names
+        try:
+            s = await c.services.sessions.new_session(c.key, c.event, title=name)
+        except ValueError as exc:
+            return f"Could not set the title: {_title_problem(exc, name)}."
+        return f"🏷 Title set: {s.title}. Your next message continues this session."
     if not name:
         return f"Title: {s.title}" if s.title else "This session has no title. Use /title NAME."
     try:

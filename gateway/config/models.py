@@ -156,6 +156,21 @@ class HealthConfig(ConfigModel):
             return False
 
 
+class DashboardConfig(ConfigModel):
+    enabled: bool = False
+    """Serve the operator's web dashboard (overview, sessions, pairing)."""
+    host: str = "127.0.0.1"
+    port: int = Field(default=8766, ge=0, le=65535)
+    """Its own port (`0` picks a free one)."""
+    token: OptSecret = None
+    """Login token (required when `host` is not a loopback address); without one, a
+    loopback dashboard opens without login."""
+
+    def loopback(self) -> bool:
+        """True when `host` is a loopback address (or `localhost`)."""
+        return HealthConfig(host=self.host).loopback()
+
+
 class MediaConfig(ConfigModel):
     allowed_dirs: list[Path] = Field(default_factory=list)
     """Extra directories `MEDIA:` may send from, to anyone (besides the current chat's cached
@@ -249,6 +264,7 @@ class HermesConfig(ConfigModel):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     security: SecurityConfig = Field(default_factory=SecurityConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
 
     def provider(self, name: str | None = None) -> ProviderConfig:
         """Provider `name` (default: `model.provider`). Raises KeyError if undefined."""
@@ -265,6 +281,8 @@ class HermesConfig(ConfigModel):
         out = [k for p in self.providers.values() for k in p.keys()]
         if self.tools.web.search.api_key is not None:
             out.append(self.tools.web.search.api_key.get_secret_value())
+        out += [t.get_secret_value() for t in (self.gateway.health.token, self.dashboard.token)
+                if t is not None and t.get_secret_value()]
         return out + self.platforms.secret_values()
 
     def problems(self) -> list[Problem]:
@@ -292,5 +310,10 @@ class HermesConfig(ConfigModel):
             out.append(Problem("gateway.health.token", f"required when gateway.health.host "
                                f"({health.host}) is not a loopback address: anyone who can reach "
                                "the port would read /status and /metrics"))
+        dash = self.dashboard
+        if dash.enabled and not dash.loopback() and dash.token is None:
+            out.append(Problem("dashboard.token", f"required when dashboard.host ({dash.host}) "
+                               "is not a loopback address: anyone who can reach the port "
+                               "would see every conversation"))
         out += self.platforms.problems("platforms")
         return out

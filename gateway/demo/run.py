@@ -28,6 +28,7 @@ from gateway.eventloop import run as run_loop
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from gateway.runner import GatewayRunner
     from storage.ports import HistoryReader
 
 __all__ = ["run_demo"]
@@ -40,6 +41,8 @@ SCRIPT = [
     "Read {news_url} and tell me the headlines",
     "Tell me about streaming.",
     "And about sessions?",
+    "How do tools work?",
+    "Thanks, that helps.",
     "/status",
     "/compress here 1",
     "/status",
@@ -58,6 +61,7 @@ def _config(model_url: str) -> dict[str, Any]:
         "compression": {"protect_first_n": 1},
         # The local news page is on 127.0.0.1: allow-listed, or web_extract would refuse it.
         "tools": {"web": {"allow_private": ["127.0.0.1/32"], "fetch": {"condense": False}}},
+        "dashboard": {"enabled": True, "host": "127.0.0.1", "port": 0},
         "logging": {"level": "WARNING", "file": {"enabled": True}},
     }
 
@@ -78,7 +82,25 @@ async def _chat(client: AsyncOpenAI, text: str, console: Console) -> str:
     return "".join(out)
 
 
-async def _demo(home: Path, console: Console) -> int:
+async def _wait_for_ctrl_c(console: Console, urls: str) -> None:
+    """`--keep`: leave the demo gateway up until Ctrl-C (or SIGTERM)."""
+    import asyncio
+    import signal
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    console.print(Panel.fit(urls + "\nPress Ctrl-C to stop the demo gateway.",
+                            title="The demo gateway stays up (--keep)"))
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+async def _demo(home: Path, console: Console, keep: bool = False) -> int:
     from openai import AsyncOpenAI
 
     from gateway.config.load import load_config
@@ -98,6 +120,7 @@ async def _demo(home: Path, console: Console) -> int:
             console.print(Panel.fit(
                 f"Gateway ready in {time.monotonic() - started:.2f}s · API on "
                 f"http://127.0.0.1:{port}/v1 · health on {runner.health.url if runner.health else '-'}"
+                f"\nDashboard: {runner.dashboard.url if runner.dashboard else '-'}"
                 f"\nProfile (throwaway): {home}\nModel: {MODEL_NAME} (offline stand-in, "
                 "no network, no tokens)", title="Hermes Gateway demo"))
             client = AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=API_KEY,
@@ -106,9 +129,20 @@ async def _demo(home: Path, console: Console) -> int:
                 await _chat(client, line.format(news_url=site.url), console)
             await client.close()
             await _show_state(runner.store, home, console)
+            if keep:
+                await _wait_for_ctrl_c(console, _urls(runner, port))
         finally:
             await runner.shutdown()
     return 0
+
+
+def _urls(runner: GatewayRunner, port: int) -> str:
+    lines = [f"API: http://127.0.0.1:{port}/v1 (key {API_KEY})"]
+    if runner.health is not None:
+        lines.append(f"Health: {runner.health.url}")
+    if runner.dashboard is not None:
+        lines.append(f"Dashboard: {runner.dashboard.url} (open it in a browser)")
+    return "\n".join(lines)
 
 
 async def _show_state(store: HistoryReader, home: Path, console: Console) -> None:
@@ -143,7 +177,9 @@ async def _show_state(store: HistoryReader, home: Path, console: Console) -> Non
 
 
 def run_demo(keep: bool = False) -> int:
-    """Run the demo; returns the process exit code."""
+    """Run the demo; returns the process exit code. `keep`: leave the demo gateway up after
+    the script until Ctrl-C, so its API (and dashboard) can be tried by hand; the throwaway
+    profile is removed afterwards all the same."""
     console = Console()
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     tmp = tempfile.mkdtemp(prefix="hermes-demo-")
@@ -154,11 +190,8 @@ def run_demo(keep: bool = False) -> int:
     configure_logging(level="WARNING", fmt="json", log_dir=home / "logs", stream=io.StringIO(),
                       profile="demo")
     try:
-        return run_loop(_demo(home, console))
+        return run_loop(_demo(home, console, keep))
     finally:
-        if not keep:
-            import shutil
+        import shutil
 
-            shutil.rmtree(home, ignore_errors=True)
-        else:
-            console.print(f"Kept the demo profile at {home}")
+        shutil.rmtree(home, ignore_errors=True)

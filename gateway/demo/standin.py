@@ -23,6 +23,38 @@ MODEL_NAME = "hermes-offline-standin"
 LABEL = "[offline stand-in model]"
 
 
+# Canned explanations, long on purpose: a real conversation's replies are paragraphs, and a
+# compression only saves tokens when the turns it folds away are longer than its summary.
+TOPICS = {
+    "streaming": (
+        "Replies stream: the model sends its answer in small pieces and the gateway forwards "
+        "them as they arrive. On platforms that can edit messages, one message grows in place, "
+        "edited at most once per `gateway.streaming.edit_interval_s`; over the HTTP API the "
+        "pieces arrive as server-sent events, exactly like OpenAI's own streaming. A long "
+        "answer is split at paragraph, line or sentence boundaries so no platform limit is "
+        "ever exceeded, and code blocks are closed and reopened across the split. If you send "
+        "a new message while a reply is streaming, `gateway.busy_mode` decides what happens: "
+        "interrupt the running turn, queue the message, or steer the running turn with it."),
+    "sessions": (
+        "A session is one conversation, stored in state.db with every message, its token "
+        "counts and its title. The session key comes from the platform, the chat, the thread "
+        "and, in groups, the user, so each chat keeps its own history. /new starts a fresh "
+        "session, /sessions lists yours, /resume switches back, /branch forks the current "
+        "one and /title names it. When a conversation grows past the compression threshold, "
+        "the older turns are summarized and the session rotates into a child session that "
+        "starts from the summary; the parent keeps the full history, so search still finds "
+        "every word, and the lineage links the parent and its children."),
+    "tools": (
+        "Tools are functions the model may call during a turn: reading and writing files in "
+        "your own workspace, keeping memory notes, searching past sessions and more. Each call "
+        "and its result are stored as messages, so the transcript shows exactly what ran with "
+        "which arguments. A tool only sees what belongs to the user it works for: their "
+        "workspace folder, their memory, their chat's attachments. Calls that fail return an "
+        "error text to the model instead of stopping the turn, and a turn has a budget of "
+        "iterations so a confused model cannot loop forever."),
+}
+
+
 def _last(messages: list[dict[str, Any]], role: str) -> dict[str, Any] | None:
     return next((m for m in reversed(messages) if m.get("role") == role), None)
 
@@ -90,6 +122,9 @@ def reply_for(body: dict[str, Any]) -> dict[str, Any]:
                                       for t in tools):
         note = user.split(":", 1)[-1].strip() or user
         return {"tool": ("write_file", {"path": "notes.txt", "content": note + "\n"})}
+    topic = next((t for t in TOPICS if t in user.lower()), None)
+    if topic is not None:
+        return {"text": f"{LABEL} {TOPICS[topic]}"}
     turns = sum(1 for m in messages if m.get("role") == "user")
     return {"text": f"{LABEL} You said: “{user[:200]}”. This is turn {turns} of our "
                     "conversation; I keep every message in state.db."}

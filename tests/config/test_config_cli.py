@@ -19,6 +19,8 @@ SLACK_BOT = "xoxb-1111111111-2222222222-abcdefghijklmnop"
 SLACK_APP = "xapp-1-A0000000000-1111111111-abcdef0123456789"
 API_KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
 ODD_SECRET = "plain-looking-password-value"
+# One enabled platform: a profile without any is refused (see the fresh-profile test).
+SERVES = "platforms:\n  api: {enabled: true, port: 0, api_keys: [k-local-0123456789]}\n"
 
 
 def _write(home: Path, config: str, env: str = "") -> Path:
@@ -37,10 +39,23 @@ def test_version(home_dir: Path) -> None:
     assert r.stdout.startswith("hermes ")
 
 
-def test_check_exits_0_on_defaults_and_valid_config(home_dir: Path) -> None:
+def test_a_fresh_profile_is_refused_by_check_and_run_alike(home_dir: Path) -> None:
+    for args in (("config", "check"), ("gateway", "run")):
+        r = run_hermes(home_dir, *args)
+        assert r.returncode == 78, (args, r.stderr)
+        assert "no platform is enabled" in r.stderr
+        assert "no model provider" in r.stderr
+        assert "hermes demo" in r.stderr and "hermes config check" in r.stderr
+        assert "README" in r.stderr and "Traceback" not in r.stderr
+        assert r.stderr.count("\n") < 12  # short, human; no JSON log lines
+        assert "{" not in r.stderr
+
+
+def test_check_exits_0_on_a_valid_config(home_dir: Path) -> None:
+    _write(home_dir, SERVES)
     r = run_hermes(home_dir, "config", "check")
     assert r.returncode == 0, r.stderr
-    assert "config OK" in r.stdout
+    assert "config OK" in r.stdout and "platforms enabled: api" in r.stdout
     _write(
         home_dir,
         "platforms:\n  telegram:\n    enabled: true\n    token: ${TELEGRAM_BOT_TOKEN}\n",
@@ -75,7 +90,7 @@ def test_check_exits_78_for_invalid_value_and_yaml_syntax(home_dir: Path) -> Non
 
 
 def test_check_warns_on_unknown_key_and_strict_fails(home_dir: Path) -> None:
-    _write(home_dir, "gateway:\n  drain_timeout: 10\n")
+    _write(home_dir, "gateway:\n  drain_timeout: 10\n" + SERVES)
     r = run_hermes(home_dir, "config", "check")
     assert r.returncode == 0
     assert "gateway.drain_timeout" in r.stderr and "drain_timeout_s" in r.stderr
@@ -153,7 +168,7 @@ def test_unknown_platform_exits_78_listing_the_adapters(home_dir: Path) -> None:
     r = run_hermes(home_dir, "config", "check")
     assert r.returncode == 78
     assert "platforms.slak" in r.stderr and "did you mean 'slack'?" in r.stderr
-    assert "available adapters: api, discord, fake, slack, telegram" in r.stderr
+    assert "available adapters: api, cli, discord, fake, slack, telegram" in r.stderr
 
 
 def test_check_prints_no_secret_of_an_invalid_block(home_dir: Path) -> None:
@@ -195,13 +210,14 @@ def test_a_health_server_bound_beyond_loopback_needs_a_token(home_dir: Path) -> 
     r = run_hermes(home_dir, "config", "check")
     assert r.returncode == 78
     assert "gateway.health.token" in r.stderr and "loopback" in r.stderr
-    _write(home_dir, "gateway:\n  health: {host: 0.0.0.0, port: 8765, token: \"${PROBE_TOKEN}\"}\n",
+    _write(home_dir, "gateway:\n  health: {host: 0.0.0.0, port: 8765, token: \"${PROBE_TOKEN}\"}\n"
+           + SERVES,
            env="PROBE_TOKEN=abcdefgh-probe-token\n")
     r = run_hermes(home_dir, "config", "check")
     assert r.returncode == 0, r.stderr
     shown = run_hermes(home_dir, "config", "show")
     assert "abcdefgh-probe-token" not in shown.stdout  # a secret like any other
-    _write(home_dir, "gateway:\n  health: {host: '::1', port: 8765}\n")
+    _write(home_dir, "gateway:\n  health: {host: '::1', port: 8765}\n" + SERVES)
     assert run_hermes(home_dir, "config", "check").returncode == 0
 
 

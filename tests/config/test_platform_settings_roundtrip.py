@@ -60,6 +60,8 @@ VALUES: dict[str, dict[str, Any]] = {
         "api_keys": ["key-one-value", "key-two-value"], "model_name": "house-model",
         "turn_timeout_s": 30.0, "keepalive_s": 2.0, "max_body_bytes": 4096,
     },
+    "cli": {**COMMON, "require_mention": True, "tool_progress": "new",
+            "socket_path": "/tmp/hermes-roundtrip-cli.sock"},
     "fake": {
         **COMMON, "edit": False, "typing": False, "media": False, "delete": False,
         "reactions": True, "threads": False, "max_length": 500, "length_measure": "utf16",

@@ -14,7 +14,8 @@ import pytest
 
 from tests.deploy.conftest import REPO, start_gateway
 
-MINIMAL = "gateway:\n  health: {port: 0}\n  drain_timeout_s: 5\nplatforms: {}\n"
+MINIMAL = ("gateway:\n  health: {port: 0}\n  drain_timeout_s: 5\n"
+           "platforms:\n  api: {enabled: true, host: 127.0.0.1, port: 0, api_keys: [k-0123456789]}\n")
 
 
 def _profile(tmp_path: Path, config: str) -> tuple[Path, Path]:

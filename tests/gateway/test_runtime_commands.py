@@ -59,6 +59,19 @@ async def test_title_set_show_and_duplicate_refused(tmp_path, model):
         assert s2.title == "Trip plans"
 
 
+async def test_title_as_the_first_message_names_the_session_that_follows(tmp_path, model):
+    model.enqueue(text("Sure, let us plan."))
+    async with runner_for(tmp_path, model) as (runner, fake):
+        reply = await _cmd(fake, "/title Garden", "Title")
+        assert reply.startswith("🏷 Title set: Garden")
+        started = await runner.store.find_by_session_key(KEY)
+        assert started is not None and started.title == "Garden"
+        await _turn(fake, "plan the beds")
+        s = await runner.store.find_by_session_key(KEY)
+        assert s.id == started.id and s.title == "Garden"
+        assert await user_texts(runner, s.id) == ["plan the beds"]
+
+
 async def test_undo_marks_rows_inactive_and_hides_them_from_search(tmp_path, model):
     model.enqueue(text("Noted the zebra."), text("Noted the pelican."))
     async with runner_for(tmp_path, model) as (runner, fake):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 
@@ -19,9 +22,39 @@ def test_demo_runs_offline_and_shows_the_main_job(tmp_path: Path) -> None:
     assert "offline stand-in" in out
     assert "write_file(" in out                       # the tool call, as stored
     assert "Compressed:" in out                       # /compress rotated the session
+    before, after = re.search(r"Compressed: ([\d,]+) → ([\d,]+) tokens \(saved", out).groups()
+    assert int(after.replace(",", "")) < int(before.replace(",", ""))  # it saved tokens
     assert "Compressions: 1; lineage length: 2" in out
     assert "Lineage (newest first):" in out and " ← " in out
     assert "the demo works offline" in out            # what the tool wrote
     assert "web_extract(" in out                      # the local page, read through the tool
     assert "Headlines: Morning ferry moves to 07:45; Tram line 4 closed" in out
     assert not (tmp_path / ".hermes").exists()        # throwaway: the user's home untouched
+
+
+def test_demo_keep_leaves_the_gateway_up_until_ctrl_c(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "200"}
+    env.pop("HERMES_HOME", None)
+    hermes = Path(sys.executable).with_name("hermes")
+    proc = subprocess.Popen([str(hermes), "demo", "--keep"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        seen: list[str] = []
+        for line in proc.stdout:
+            seen.append(line)
+            if "Press Ctrl-C" in line:
+                break
+        text = "".join(seen)
+        api = re.search(r"API: (http://127\.0\.0\.1:\d+/v1)", text)
+        assert api, text[-2000:]
+        with urllib.request.urlopen(urllib.request.Request(
+                api.group(1) + "/models", headers={"Authorization": "Bearer demo-local-key"}),
+                timeout=10) as resp:  # the gateway still answers after the script
+            assert resp.status == 200
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
