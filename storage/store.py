@@ -120,5 +120,5 @@ if TYPE_CHECKING:  # the type checker proves `StateStore` implements every stora
             ports.LeaseStore, ports.CompactionCommitter, ports.DedupLedger, ports.HeldEvents,
             ports.OutboxLedger, ports.Reachability, ports.CursorLedger, ports.PairingStore,
             ports.Maintenance, ports.StoreLifecycle, ports.ApprovalLedger, ports.Reports,
-        ] = (store,) * 19
+        ] = (store,) * 20
         del checks
