@@ -9,6 +9,7 @@ import json
 import re
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -16,6 +17,9 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from gateway.chat.client import ChatConnection, TurnResult
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
 
 __all__ = ["ask_once", "interactive", "slash_words"]
 
@@ -123,7 +127,7 @@ async def _one_turn(conn: ChatConnection, text: str, console: Console) -> bool:
 async def interactive(conn: ChatConnection, console: Console, history_file: Path,
                       banner: str) -> int:
     """The chat loop: prompt, send, show; `/exit`, Ctrl-D or Ctrl-C twice leave."""
-    from prompt_toolkit import PromptSession
+    from prompt_toolkit import PromptSession  # noqa: F811 - the runtime import
     from prompt_toolkit.completion import WordCompleter
     from prompt_toolkit.history import FileHistory
 
@@ -136,7 +140,7 @@ async def interactive(conn: ChatConnection, console: Console, history_file: Path
     armed = False
     while True:
         try:
-            line = await session.prompt_async("you › ")
+            line = await _prompt(session)
         except KeyboardInterrupt:
             if armed:
                 return 0
@@ -154,3 +158,21 @@ async def interactive(conn: ChatConnection, console: Console, history_file: Path
         with contextlib.suppress(asyncio.CancelledError):
             if not await _one_turn(conn, text, console):
                 return 130
+
+
+async def _prompt(session: PromptSession[str]) -> str:
+    """One line from the prompt. A Ctrl-C that arrives as a signal (the terminal not yet, or
+    no longer, in raw mode: typed just as the prompt is drawn) ends the prompt like the Ctrl-C
+    key, so pressing it twice leaves cleanly whatever the timing. (The prompt is awaited
+    here, not in a task of its own: a task that raises KeyboardInterrupt stops the loop.)"""
+    loop = asyncio.get_running_loop()
+
+    def on_sigint() -> None:
+        if session.app.is_running:
+            session.app.exit(exception=KeyboardInterrupt())
+
+    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    try:
+        return await session.prompt_async("you › ")
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)

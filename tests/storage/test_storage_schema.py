@@ -120,7 +120,7 @@ def test_a_missing_lower_migration_is_applied_after_a_higher_one(tmp_path: Path)
     with sqlite3.connect(db) as conn:
         conn.execute("DROP TABLE approvals")
         conn.execute("DELETE FROM schema_version WHERE version = 7")
-    assert prepare_database(db) == 5
+    assert prepare_database(db) == max(v for v in MIGRATIONS if v != 7)  # the highest found
     assert "approvals" in _tables(db)
     with sqlite3.connect(db) as conn:
         versions = [r[0] for r in conn.execute("SELECT version FROM schema_version")]
