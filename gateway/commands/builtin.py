@@ -7,6 +7,7 @@ import shlex
 
 from gateway.commands.context import CommandContext, CommandServices
 from gateway.commands.registry import Access, Command, CommandRegistry
+from gateway.commands.tools import tools_command
 from gateway.principals import folder_name
 from storage.errors import TitleInUseError
 
@@ -224,5 +225,7 @@ def builtin_registry() -> CommandRegistry:
         Command("resume", "Switch to another session", _resume, args="<title|id>",
                 access=Access.GROUP),
         Command("whoami", "Who the bot thinks you are", _whoami, busy_ok=True),
+        Command("tools", "The tools on in this chat, and why others are off", tools_command,
+                busy_ok=True),
     ])
     return reg

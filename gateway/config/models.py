@@ -17,7 +17,9 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from gateway.config.base import ConfigModel, IdList, OptSecret, SecretList, reveal
 from gateway.config.errors import Problem
+from gateway.config.mcp import McpServerConfig, valid_server_name
 from gateway.config.platforms import PlatformsConfig
+from gateway.config.tools import DEFAULT_TOOLSETS, ToolsConfig
 from gateway.ports import ToolProgress
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "HermesConfig",
     "LogFileConfig",
     "LoggingConfig",
+    "McpServerConfig",
     "MediaConfig",
     "MemoryConfig",
     "ModelConfig",
@@ -36,6 +39,7 @@ __all__ = [
     "ProviderConfig",
     "SessionResetConfig",
     "StreamingConfig",
+    "ToolsConfig",
     "WorkspaceConfig",
     "reveal",
 ]
@@ -115,7 +119,7 @@ class AgentConfig(ConfigModel):
     ephemeral_system_prompt: str | None = None
     """Appended at request time only, never stored."""
     toolsets: list[str] | None = None
-    """Enabled toolsets; None = every built-in toolset."""
+    """Deprecated: `tools.toolsets` (used when that is not set; the loader warns)."""
 
 
 class StreamingConfig(ConfigModel):
@@ -241,6 +245,25 @@ class HermesConfig(ConfigModel):
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     security: SecurityConfig = Field(default_factory=SecurityConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+
+    def toolsets(self, platform: str | None = None, chat_id: str | None = None) -> list[str]:
+        """The toolsets on in a chat: `tools.chats["<platform>:<chat id>"]`, else
+        `platforms.<platform>.toolsets`, else `tools.toolsets` (else the deprecated
+        `agent.toolsets`, else `DEFAULT_TOOLSETS`)."""
+        if platform is not None and chat_id is not None:
+            own = self.tools.chats.get(f"{platform}:{chat_id}")
+            if own is not None:
+                return list(own)
+        block = self.platforms.get(platform) if platform is not None else None
+        if block is not None and block.toolsets is not None:
+            return list(block.toolsets)
+        if self.tools.toolsets is not None:
+            return list(self.tools.toolsets)
+        if self.agent.toolsets is not None:
+            return list(self.agent.toolsets)
+        return list(DEFAULT_TOOLSETS)
 
     def provider(self, name: str | None = None) -> ProviderConfig:
         """Provider `name` (default: `model.provider`). Raises KeyError if undefined."""
@@ -255,6 +278,7 @@ class HermesConfig(ConfigModel):
     def secret_values(self) -> list[str]:
         """Every configured secret value (registered for log redaction by the loader)."""
         out = [k for p in self.providers.values() for k in p.keys()]
+        out += [v for s in self.mcp_servers.values() for v in s.secret_values()]
         return out + self.platforms.secret_values()
 
     def problems(self) -> list[Problem]:
@@ -282,5 +306,10 @@ class HermesConfig(ConfigModel):
             out.append(Problem("gateway.health.token", f"required when gateway.health.host "
                                f"({health.host}) is not a loopback address: anyone who can reach "
                                "the port would read /status and /metrics"))
+        for name in self.mcp_servers:
+            if not valid_server_name(name):
+                out.append(Problem(f"mcp_servers.{name}", "a server name may hold letters, "
+                                   "digits, '_' and '-' (at most 48, no '__'): it becomes part "
+                                   "of the tool names mcp__<server>__<tool>"))
         out += self.platforms.problems("platforms")
         return out

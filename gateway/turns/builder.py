@@ -9,6 +9,7 @@ from typing import Any
 
 from agent_core.agent import Agent
 from agent_core.ports import AgentPorts
+from agent_core.tools.toolsets import ToolSelection
 from gateway.agents import AgentFactory
 from gateway.delivery.service import DeliveryService, ReplyTarget
 from gateway.events import Principal
@@ -56,15 +57,39 @@ class AgentBuilder:
         self._index = index
         self._delivery = delivery
         self._extras: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._tools: OrderedDict[str, ToolSelection] = OrderedDict()
         self._workspaces: set[Path] = set()
 
     @property
     def model(self) -> str:
         return self._agents.model
 
-    async def system_prompt(self, *, platform_hint: str = "",
-                            audience: Principal | None = None) -> str:
-        return await self._agents.system_prompt(platform_hint=platform_hint, audience=audience)
+    async def system_prompt(self, *, platform_hint: str = "", audience: Principal | None = None,
+                            platform: str | None = None, chat_id: str | None = None) -> str:
+        return await self._agents.system_prompt(platform_hint=platform_hint, audience=audience,
+                                                platform=platform, chat_id=chat_id)
+
+    def session_tools(self, session: Session) -> ToolSelection:
+        """The tools `session` is offered: chosen at its first turn in this process and kept
+        for its life, so the request's `tools` stay byte-identical while MCP servers come and
+        go or the config changes (the next session sees the change)."""
+        selection = self._tools.get(session.id)
+        if selection is None:
+            selection = self._tools[session.id] = self._agents.selection(
+                session.source or None, session.chat_id)
+            while len(self._tools) > MAX_SESSION_EXTRAS:
+                self._tools.popitem(last=False)
+        else:
+            self._tools.move_to_end(session.id)
+        return selection
+
+    def current_tools(self, session_id: str) -> ToolSelection | None:
+        """The selection a session uses in this process, if it had a turn here."""
+        return self._tools.get(session_id)
+
+    def next_tools(self, platform: str, chat_id: str) -> ToolSelection:
+        """What a new session in this chat would be offered now."""
+        return self._agents.selection(platform, chat_id)
 
     async def build(self, session: Session, target: ReplyTarget, *,
                     quiet: bool = False) -> Agent:
@@ -85,10 +110,12 @@ class AgentBuilder:
         ports = AgentPorts(search=_SearchPort(self._index, scope),
                            send_message=None if quiet else _SendPort(self._delivery, target))
         await self._ensure_workspace(principal)
+        tools = self.session_tools(session)
         prompt = session.system_prompt or await self._agents.system_prompt(
-            audience=audience_of(session))
+            audience=audience_of(session), platform=session.source or None,
+            chat_id=session.chat_id)
         return self._agents.build(prompt, session_id=session.id, ports=ports,
-                                  principal=principal, extra=extra)
+                                  principal=principal, extra=extra, tools=tools)
 
     async def _ensure_workspace(self, principal: Principal) -> None:
         """Create the user's workspace folder the first time this process needs it."""
