@@ -16,13 +16,14 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from agent_core.tools.toolsets import ToolSource
 from gateway.agents import AgentFactory
 from gateway.compression.hook import CompressionService
 from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
@@ -55,6 +56,7 @@ from gateway.wiring import GatewayParts, GatewayStore, wire
 from hermes_common.waits import cancel_and_wait
 
 if TYPE_CHECKING:
+    from gateway.mcp import McpHub
     from storage import StateStore
 
 __all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle"]
@@ -123,6 +125,8 @@ class GatewayRunner:
         self.metrics = GatewayMetrics()
         self.health: HealthServer | None = None
         self.watchdog: LoopWatchdog | None = None
+        #: The MCP servers' connections, when `mcp_servers` names any.
+        self.mcp: McpHub | None = None
         self.notifier = SdNotifier.from_env(unset_environment=True)
 
     # -- the parts, once started ---------------------------------------------------------
@@ -221,7 +225,7 @@ class GatewayRunner:
         if self._take_locks:
             await self._acquire_locks(stack)
         store = await self._open_storage(stack)
-        agents = self._build_agents(stack)
+        agents = self._build_agents(stack, await self._start_mcp(stack))
         adapters = self._build_adapters()
         parts = self._parts = wire(self.config, self.paths, store=store, agents=agents,
                                    adapters=adapters, metrics=self.metrics, clock=self._clock)
@@ -284,9 +288,27 @@ class GatewayRunner:
         log.error("storage_writer_stopped", error=type(exc).__name__, exit_code=EXIT_STORAGE)
         self.request_stop(EXIT_STORAGE)
 
-    def _build_agents(self, stack: AsyncExitStack) -> AgentFactory:
+    async def _start_mcp(self, stack: AsyncExitStack) -> list[ToolSource]:
+        """The MCP servers of `mcp_servers` (none: the SDK is not even imported). Start-up
+        waits for their first connection attempt at most `STARTUP_WAIT_S`; a server that is
+        down is retried in the background."""
+        servers = {n: s for n, s in self.config.mcp_servers.items() if s.enabled}
+        if not servers:
+            return []
         try:
-            agents = AgentFactory(self.config, self.paths)
+            from gateway.mcp import McpHub
+        except ImportError as exc:
+            raise ConfigurationError("mcp_servers: the MCP client is not installed (pip "
+                                     "install 'hermes-gateway[mcp]')") from exc
+        hub = self.mcp = McpHub(servers, cwd=self.paths.root, logs_dir=self.paths.logs)
+        stack.push_async_callback(_quietly, "mcp", hub.stop)
+        await hub.start()
+        return [hub]
+
+    def _build_agents(self, stack: AsyncExitStack,
+                      tool_sources: Sequence[ToolSource] = ()) -> AgentFactory:
+        try:
+            agents = AgentFactory(self.config, self.paths, tool_sources=tool_sources)
         except KeyError as exc:
             raise ConfigurationError(str(exc)) from exc
         stack.push_async_callback(_quietly, "agents", agents.aclose)
