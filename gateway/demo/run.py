@@ -2,14 +2,17 @@
 
 Starts the real `GatewayRunner` with the `api` adapter on 127.0.0.1 and the offline stand-in
 model, then talks to it through the real `openai` SDK over HTTP: a streamed reply, a tool call,
-slash commands and a compression that rotates the session into a child. Prints the transcript
-and the session lineage read back from state.db.
+slash commands, a tool of a local MCP server (`gateway.demo.mcp_server`, started over stdio)
+and a compression that rotates the session into a child. Prints the transcript and the
+session lineage read back from state.db.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import logging
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,6 +39,7 @@ SESSION = "demo-user"
 SCRIPT = [
     "Hi Hermes! What are you?",
     "Please save a note: the demo works offline",
+    "What's in the news today? Classify it and add a short analysis.",
     "Tell me about streaming.",
     "And about sessions?",
     "/status",
@@ -55,7 +59,16 @@ def _config(model_url: str) -> dict[str, Any]:
         "gateway": {"health": {"port": 0}, "streaming": {"edit_interval_s": 0.2}},
         "compression": {"protect_first_n": 1},
         "logging": {"level": "WARNING", "file": {"enabled": True}},
+        "mcp_servers": _mcp_servers(),
     }
+
+
+def _mcp_servers() -> dict[str, Any]:
+    """The demo's local MCP server (stdio), when the MCP client is installed."""
+    if importlib.util.find_spec("mcp") is None:
+        return {}
+    return {"news": {"command": sys.executable, "args": ["-m", "gateway.demo.mcp_server"],
+                     "timeout_s": 20}}
 
 
 async def _chat(client: AsyncOpenAI, text: str, console: Console) -> str:
