@@ -369,7 +369,8 @@ class GatewayRunner:
         self.health = HealthServer(
             supervisor=parts.supervisor, metrics=self.metrics, storage_probe=storage_ok,
             host=hc.host, port=port, ephemeral=self._health_port == 0,
-            status_providers={"sessions": sessions_status, "compression": compression_status},
+            status_providers={"sessions": sessions_status, "compression": compression_status,
+                              **({"mcp": self.mcp.status} if self.mcp is not None else {})},
             watchdog=watchdog, version=_version(),
             token=hc.token.get_secret_value() if hc.token is not None else None)
         try:

@@ -124,6 +124,12 @@ class McpHub:
             tools[tool.name] = tool
         self._tools[name] = tuple(tools.values())
 
+    def status(self) -> dict[str, dict[str, Any]]:
+        """Per server: state, tool count and connections made (for `/status`)."""
+        return {name: {"state": c.state, "tools": len(self._tools.get(name, ())),
+                       "connects": c.connects, "transport": c.cfg.transport}
+                for name, c in self.connections.items()}
+
     # -- ToolSource ----------------------------------------------------------------------
     def tools(self) -> Sequence[Tool]:
         return [t for name in self.connections for t in self._tools.get(name, ())]

@@ -267,3 +267,19 @@ async def run_with(conn: Any, ctx: ToolContext) -> list[ToolOutcome]:
     spec = mt.Tool(name="echo", input_schema={"type": "object"})
     registry = ToolRegistry([mcp_tool(conn, spec)])
     return await registry.execute([ToolCall("c1", "mcp__d__echo", '{"text": "x"}')], ctx)
+
+
+async def test_an_interrupted_call_is_abandoned_and_the_connection_stays_usable(
+    notes: McpHub, ctx: ToolContext,
+) -> None:
+    import asyncio
+
+    task = asyncio.create_task(run(notes, ctx, ("mcp__notes__hang", {})))
+    await asyncio.sleep(0.5)
+    ctx.interrupt.set("stopped by user")
+    [out] = await asyncio.wait_for(task, 5)
+    assert not out.ok and "interrupted" in out.content
+    fresh = ToolContext(workspace=ctx.workspace, output_dir=ctx.output_dir)
+    [ok] = await run(notes, fresh, ("mcp__notes__echo", {"text": "after stop"}))
+    assert ok.ok and ok.content == "echo: after stop"
+    assert notes.connections["notes"].connects == 1

@@ -173,3 +173,14 @@ async def test_telegram_user_gets_an_mcp_answer_and_tools_lists_what_is_on_and_o
     assert "files: read_file, write_file, patch, search_files" in listing
     assert "todo: todo — toolset todo is off" in listing
     assert "mcp:broken — server down: command not found" in listing
+
+
+async def test_status_reports_each_mcp_server(api: Api) -> None:
+    import aiohttp
+
+    assert api.runner.health is not None
+    async with aiohttp.ClientSession() as http, \
+            http.get(api.runner.health.url + "/status") as resp:
+        body = await resp.json()
+    assert body["mcp"]["notes"]["state"] == "connected"
+    assert body["mcp"]["notes"]["tools"] >= 10
