@@ -28,8 +28,9 @@ import mcp_types as mt
 import structlog
 from mcp import Client, MCPError, StdioServerParameters
 
+from agent_core.threats import scan
 from gateway.config.mcp import McpServerConfig
-from gateway.mcp.results import result_text
+from gateway.mcp.results import MAX_DESCRIPTION_CHARS, result_text
 from hermes_common.backoff import Backoff
 from hermes_common.waits import cancel_and_wait, sleep_unless
 
@@ -75,6 +76,19 @@ def _describe(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def _suspicious(server: str, tools: list[mt.Tool]) -> frozenset[str]:
+    """Names of the tools whose description reads like an injection (the threat scan's
+    context scope): a server's text reaches the model as tool descriptions. CPU-bound."""
+    out = set()
+    for tool in tools:
+        finding = scan((tool.description or "")[:MAX_DESCRIPTION_CHARS], scope="context")
+        if finding is not None:
+            log.warning("mcp_tool_description_blocked", server=server, tool=tool.name,
+                        pattern_id=finding.pattern_id)
+            out.add(tool.name)
+    return frozenset(out)
+
+
 def _closed(exc: BaseException) -> bool:
     return isinstance(exc, MCPError) and exc.code == mt.CONNECTION_CLOSED
 
@@ -108,6 +122,8 @@ class McpConnection:
         self.state: ServerState = "connecting"
         self.last_error: str | None = None
         self.tools: tuple[mt.Tool, ...] = ()
+        #: Tools whose description matched the threat scan (it is not shown to the model).
+        self.withheld: frozenset[str] = frozenset()
         self.connects = 0
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
@@ -336,6 +352,7 @@ class McpConnection:
         before = {t.name for t in self.tools}
         if quiet and tuple(tools) == self.tools:
             return
+        self.withheld = await asyncio.to_thread(_suspicious, self.name, tools)
         self.tools = tuple(tools)
         if refresh:
             after = {t.name for t in tools}

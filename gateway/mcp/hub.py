@@ -24,7 +24,7 @@ from agent_core.tools.base import ToolContext
 from agent_core.tools.registry import Tool, ToolError
 from gateway.config.mcp import McpServerConfig
 from gateway.mcp.connection import McpConnection, McpToolError
-from gateway.mcp.results import clean_schema, tool_name
+from gateway.mcp.results import MAX_DESCRIPTION_CHARS, clean_schema, tool_name
 
 __all__ = ["McpArgs", "McpHub", "mcp_tool"]
 
@@ -54,9 +54,11 @@ def mcp_tool(conn: McpConnection, spec: mt.Tool) -> Tool:
 
     read_only = bool(spec.annotations is not None and spec.annotations.read_only_hint)
     about = (spec.description or spec.title or f"The {remote} tool").strip()
+    if remote in conn.withheld:
+        about = f"The {remote} tool (its description was withheld: it failed a safety check)"
     return Tool(
         name=tool_name(conn.name, remote),
-        description=f"[MCP server {conn.name}] {about}"[:1024],
+        description=f"[MCP server {conn.name}] {about}"[:MAX_DESCRIPTION_CHARS],
         args_model=McpArgs,
         func=run,
         toolset=f"mcp:{conn.name}",

@@ -16,10 +16,13 @@ from typing import Any
 
 import mcp_types as mt
 
-__all__ = ["MAX_RESULT_CHARS", "clean_schema", "result_text", "tool_name"]
+__all__ = ["MAX_DESCRIPTION_CHARS", "MAX_RESULT_CHARS", "clean_schema", "result_text",
+           "tool_name"]
 
 #: Text of one result kept in memory; more is dropped with a note before any other cut.
 MAX_RESULT_CHARS = 1_000_000
+#: Longest tool description offered to the model.
+MAX_DESCRIPTION_CHARS = 1000
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
 

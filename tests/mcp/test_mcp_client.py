@@ -283,3 +283,14 @@ async def test_an_interrupted_call_is_abandoned_and_the_connection_stays_usable(
     [ok] = await run(notes, fresh, ("mcp__notes__echo", {"text": "after stop"}))
     assert ok.ok and ok.content == "echo: after stop"
     assert notes.connections["notes"].connects == 1
+
+
+async def test_a_tool_description_that_reads_like_an_injection_is_withheld(
+    notes: McpHub, ctx: ToolContext,
+) -> None:
+    tools = {t.name: t for t in notes.tools()}
+    lookup = tools["mcp__notes__lookup"].description
+    assert "attacker" not in lookup and "withheld" in lookup
+    assert tools["mcp__notes__echo"].description == "[MCP server notes] Say `text` back."
+    [out] = await run(notes, ctx, ("mcp__notes__lookup", {"word": "tide"}))
+    assert out.ok and out.content == "tide: a word"
