@@ -98,7 +98,9 @@ class McpConnection:
 
     `on_tools_changed()` is called (in the owner task) whenever the usable tool list changed:
     after a connect, a refresh, or a loss. `cwd` is a stdio server's default working
-    directory and `stderr_log` where its stderr goes (None: discarded).
+    directory and `stderr_log` where its stderr goes (None: discarded). `mode` is the SDK's
+    protocol negotiation: "auto" (the 2026 protocol when the server has it, else the
+    handshake era) or "legacy" (always the handshake era; tests use it to cover both).
     """
 
     def __init__(
@@ -111,6 +113,7 @@ class McpConnection:
         on_tools_changed: Callable[[], None] | None = None,
         backoff: Backoff = RECONNECT_BACKOFF,
         keepalive_s: float = KEEPALIVE_S,
+        mode: str = "auto",
     ) -> None:
         self.name = name
         self.cfg = cfg
@@ -119,6 +122,7 @@ class McpConnection:
         self._on_tools_changed = on_tools_changed or (lambda: None)
         self._backoff = backoff
         self._keepalive_s = keepalive_s
+        self._mode = mode
         self.state: ServerState = "connecting"
         self.last_error: str | None = None
         self.tools: tuple[mt.Tool, ...] = ()
@@ -263,7 +267,8 @@ class McpConnection:
         """Connect and list the tools within `connect_timeout_s`. Raises on failure."""
         async with asyncio.timeout(self.cfg.connect_timeout_s):
             client = Client(await self._transport(stack), message_handler=self._on_message,
-                            client_info=mt.Implementation(name="hermes-gateway", version="1"))
+                            client_info=mt.Implementation(name="hermes-gateway", version="1"),
+                            mode=self._mode)
             await stack.enter_async_context(client)
             await self._list_tools(client)
         caps = client.server_capabilities.tools

@@ -3,6 +3,7 @@ timeouts, crashes, restarts, list changes, output caps, environment, HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -37,9 +38,11 @@ async def hub_of(servers: dict[str, McpServerConfig], tmp_path: Path,
     return hub
 
 
-@pytest.fixture
-async def notes(tmp_path: Path) -> AsyncIterator[McpHub]:
-    hub = await hub_of({"notes": stdio_config(timeout_s=5)}, tmp_path)
+@pytest.fixture(params=["auto", "legacy"])
+async def notes(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[McpHub]:
+    """The test server over stdio, spoken to in the 2026 protocol ("auto") and in the
+    handshake era ("legacy", what most servers in the wild speak)."""
+    hub = await hub_of({"notes": stdio_config(timeout_s=5)}, tmp_path, mode=request.param)
     yield hub
     await hub.stop()
 
@@ -132,14 +135,17 @@ async def test_oversized_output_is_cut_for_the_model_and_kept_on_disk(
         await hub.stop()
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_server_killed_while_idle_is_noticed_and_reconnected(
-    tmp_path: Path, ctx: ToolContext,
+    tmp_path: Path, ctx: ToolContext, mode: str,
 ) -> None:
-    hub = await hub_of({"k": stdio_config()}, tmp_path, keepalive_s=0.2)
+    hub = await hub_of({"k": stdio_config()}, tmp_path, keepalive_s=0.2, mode=mode)
     try:
+        conn = hub.connections["k"]
+        await asyncio.sleep(1.0)  # several keepalives pass without a false alarm
+        assert conn.connects == 1
         [pid] = await run(hub, ctx, ("mcp__k__pid", {}))
         os.kill(int(pid.content), signal.SIGKILL)
-        conn = hub.connections["k"]
         await until(lambda: conn.connects == 2 and conn.state == "connected", "a reconnect")
         [again] = await run(hub, ctx, ("mcp__k__echo", {"text": "back"}))
         assert again.ok and again.content == "echo: back"
@@ -272,8 +278,6 @@ async def run_with(conn: Any, ctx: ToolContext) -> list[ToolOutcome]:
 async def test_an_interrupted_call_is_abandoned_and_the_connection_stays_usable(
     notes: McpHub, ctx: ToolContext,
 ) -> None:
-    import asyncio
-
     task = asyncio.create_task(run(notes, ctx, ("mcp__notes__hang", {})))
     await asyncio.sleep(0.5)
     ctx.interrupt.set("stopped by user")
