@@ -298,3 +298,27 @@ async def test_a_tool_description_that_reads_like_an_injection_is_withheld(
     assert tools["mcp__notes__echo"].description == "[MCP server notes] Say `text` back."
     [out] = await run(notes, ctx, ("mcp__notes__lookup", {"word": "tide"}))
     assert out.ok and out.content == "tide: a word"
+
+
+async def test_a_server_that_never_answers_the_handshake_does_not_hold_up_start(
+    tmp_path: Path,
+) -> None:
+    mute = McpServerConfig(command="sleep", args=["60"], connect_timeout_s=1)
+    began = time.monotonic()
+    hub = await hub_of({"mute": mute}, tmp_path, startup_wait_s=3)
+    try:
+        assert time.monotonic() - began < 3.5
+        await until(lambda: hub.connections["mute"].state == "down", "the attempt to fail")
+        assert hub.toolsets_down()["mcp:mute"] == "server down: timed out"
+        assert hub.tools() == []
+    finally:
+        began = time.monotonic()
+        await hub.stop()
+        assert time.monotonic() - began < 8
+
+
+async def test_a_stdio_servers_stderr_goes_to_its_log_file(notes: McpHub, tmp_path: Path,
+                                                            ctx: ToolContext) -> None:
+    await run(notes, ctx, ("mcp__notes__echo", {"text": "x"}))
+    await notes.stop()
+    assert (tmp_path / "logs" / "mcp-notes.log").exists()
