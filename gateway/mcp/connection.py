@@ -31,6 +31,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from agent_core.threats import scan
 from gateway.config.mcp import McpServerConfig
 from gateway.mcp.results import MAX_DESCRIPTION_CHARS, result_text
+from gateway.mcp.stdio import DEFAULT_MAX_MESSAGE_BYTES, bounded_stdio
 from hermes_common.backoff import Backoff
 from hermes_common.waits import cancel_and_wait, sleep_unless
 
@@ -114,6 +115,7 @@ class McpConnection:
         backoff: Backoff = RECONNECT_BACKOFF,
         keepalive_s: float = KEEPALIVE_S,
         mode: str = "auto",
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self.name = name
         self.cfg = cfg
@@ -123,6 +125,8 @@ class McpConnection:
         self._backoff = backoff
         self._keepalive_s = keepalive_s
         self._mode = mode
+        self._max_message_bytes = max_message_bytes
+        self._oversize: str | None = None
         self.state: ServerState = "connecting"
         self.last_error: str | None = None
         self.tools: tuple[mt.Tool, ...] = ()
@@ -192,6 +196,9 @@ class McpConnection:
             why = _describe(exc)
             if _closed(exc):
                 self._ask(lost=f"connection closed during {tool}")
+                if self._oversize is not None:
+                    raise McpToolError(f"MCP server '{self.name}' {self._oversize} during "
+                                       f"{tool}; the connection was reset.") from None
                 raise McpToolError(f"MCP server '{self.name}' closed the connection during "
                                    f"{tool} (it may have crashed); it is being reconnected."
                                    ) from None
@@ -203,6 +210,10 @@ class McpConnection:
         if result.is_error:
             raise McpToolError(text or f"{tool} failed (the server gave no details)")
         return text
+
+    def _oversized(self, limit: int) -> None:
+        self._oversize = f"sent a message over {limit:,} bytes"
+        log.warning("mcp_message_too_large", server=self.name, limit_bytes=limit)
 
     def _ask(self, *, probe: bool = False, refresh: bool = False, lost: str | None = None
              ) -> None:
@@ -223,10 +234,11 @@ class McpConnection:
                     attempt = 0
                     await self._serve(client, stack)
             except Exception as exc:  # noqa: BLE001 - any failure: back off and retry
-                self.last_error = _describe(exc)
+                self.last_error = self._oversize or _describe(exc)
             finally:
                 self._client = None
                 self._lost = None
+                self._oversize = None
             if self._stop.is_set():
                 break
             self.state = "down"
@@ -246,14 +258,13 @@ class McpConnection:
         """The SDK transport for the server (not yet entered)."""
         cfg = self.cfg
         if cfg.command is not None:
-            from mcp.client.stdio import stdio_client
-
             errlog = await asyncio.to_thread(self._open_stderr_log)
             stack.callback(errlog.close)
             env = {k: v.get_secret_value() for k, v in cfg.env.items()}
             params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env,
                                            cwd=cfg.cwd or self._cwd)
-            return stdio_client(params, errlog=errlog)
+            return bounded_stdio(params, errlog=errlog, on_oversize=self._oversized,
+                                 max_message_bytes=self._max_message_bytes)
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 

@@ -89,7 +89,7 @@ async def test_a_server_crashing_mid_call_costs_that_call_then_it_is_reconnected
     [first] = await run(notes, ctx, ("mcp__notes__pid", {}))
     began = time.monotonic()
     [out] = await run(notes, ctx, ("mcp__notes__die", {}))
-    assert time.monotonic() - began < 4
+    assert time.monotonic() - began < 8
     assert not out.ok
     assert "closed the connection during die" in out.content
     conn = notes.connections["notes"]
@@ -107,7 +107,7 @@ async def test_a_hanging_call_ends_at_its_timeout_and_the_server_stays_usable(
         [out] = await run(hub, ctx, ("mcp__slow__hang", {}))
         took = time.monotonic() - began
         assert not out.ok and "did not answer hang within 0.5s" in out.content
-        assert took < 3, took
+        assert took < 4, took
         [ok] = await run(hub, ctx, ("mcp__slow__echo", {"text": "still here"}))
         assert ok.ok and ok.content == "echo: still here"
         assert hub.connections["slow"].connects == 1
@@ -207,8 +207,8 @@ async def test_read_only_tools_run_in_parallel_and_writers_one_at_a_time(
         a, b = o.content.split()
         return float(a), float(b)
 
-    reads = await run(notes, ctx, ("mcp__notes__nap", {"seconds": 0.3}),
-                      ("mcp__notes__nap", {"seconds": 0.3}))
+    reads = await run(notes, ctx, ("mcp__notes__nap", {"seconds": 0.6}),
+                      ("mcp__notes__nap", {"seconds": 0.6}))
     (a0, a1), (b0, b1) = span(reads[0]), span(reads[1])
     assert a0 < b1 and b0 < a1, "read-only calls overlap"
     writes = await run(notes, ctx, ("mcp__notes__note", {"text": "x", "seconds": 0.2}),
@@ -259,7 +259,7 @@ async def test_a_call_while_the_server_is_down_fails_at_once(
         assert "server down" in hub.toolsets_down()["mcp:d"]
         # A session that still offers the tool gets an error result at once.
         [out] = await run_with(hub.connections["d"], ctx)
-        assert time.monotonic() - began < 1
+        assert time.monotonic() - began < 3
         assert not out.ok and "is not connected" in out.content
     finally:
         await hub.stop()
@@ -307,7 +307,7 @@ async def test_a_server_that_never_answers_the_handshake_does_not_hold_up_start(
     began = time.monotonic()
     hub = await hub_of({"mute": mute}, tmp_path, startup_wait_s=3)
     try:
-        assert time.monotonic() - began < 3.5
+        assert time.monotonic() - began < 6
         await until(lambda: hub.connections["mute"].state == "down", "the attempt to fail")
         assert hub.toolsets_down()["mcp:mute"] == "server down: timed out"
         assert hub.tools() == []
@@ -322,3 +322,20 @@ async def test_a_stdio_servers_stderr_goes_to_its_log_file(notes: McpHub, tmp_pa
     await run(notes, ctx, ("mcp__notes__echo", {"text": "x"}))
     await notes.stop()
     assert (tmp_path / "logs" / "mcp-notes.log").exists()
+
+
+async def test_a_message_over_the_size_limit_resets_the_connection_not_the_gateway(
+    tmp_path: Path, ctx: ToolContext,
+) -> None:
+    hub = await hub_of({"f": stdio_config()}, tmp_path, max_message_bytes=256 * 1024)
+    try:
+        [out] = await run(hub, ctx, ("mcp__f__big", {"chars": 600_000}))
+        assert not out.ok
+        assert "sent a message over 262,144 bytes during big; the connection was reset" \
+            in out.content
+        conn = hub.connections["f"]
+        await until(lambda: conn.connects == 2 and conn.state == "connected", "a reconnect")
+        [ok] = await run(hub, ctx, ("mcp__f__big", {"chars": 100_000}))
+        assert ok.ok and ok.full_output_path is not None
+    finally:
+        await hub.stop()
