@@ -177,7 +177,7 @@ class McpConnection:
         """Call the server's tool `tool`; its text (at most `MAX_RESULT_CHARS`). Waits at
         most `timeout_s`. Raises `McpToolError` for every failure (a result the server
         flagged as an error included, with its text)."""
-        client = self._client
+        client, generation = self._client, self.connects
         if client is None or self.state != "connected":
             why = f" ({self.last_error})" if self.last_error else ""
             raise McpToolError(f"MCP server '{self.name}' is not connected{why}; it is being "
@@ -188,14 +188,16 @@ class McpConnection:
             async with asyncio.timeout(timeout):
                 result = await client.call_tool(tool, arguments)
         except TimeoutError:
-            self._ask(probe=True)
+            if generation == self.connects:
+                self._ask(probe=True)
             log.warning("mcp_call_timeout", server=self.name, tool=tool, timeout_s=timeout)
             raise McpToolError(f"MCP server '{self.name}' did not answer {tool} within "
                                f"{timeout:g}s; the call was abandoned.") from None
         except Exception as exc:  # noqa: BLE001 - a server's failure is a result, not a crash
             why = _describe(exc)
             if _closed(exc):
-                self._ask(lost=f"connection closed during {tool}")
+                if generation == self.connects:  # not a call left over from a lost one
+                    self._ask(lost=f"connection closed during {tool}")
                 if self._oversize is not None:
                     raise McpToolError(f"MCP server '{self.name}' {self._oversize} during "
                                        f"{tool}; the connection was reset.") from None
