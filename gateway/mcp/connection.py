@@ -237,6 +237,13 @@ class McpConnection:
                     await self._serve(client, stack)
             except Exception as exc:  # noqa: BLE001 - any failure: back off and retry
                 self.last_error = self._oversize or _describe(exc)
+            except asyncio.CancelledError:
+                # Ours (stop, shutdown) ends the task; one leaking out of the SDK's task
+                # groups when a transport breaks is a failure like any other.
+                current = asyncio.current_task()
+                if self._stop.is_set() or (current is not None and current.cancelling()):
+                    raise
+                self.last_error = "the connection was cancelled"
             finally:
                 self._client = None
                 self._lost = None
