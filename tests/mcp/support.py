@@ -31,27 +31,37 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+async def start_http(port: int) -> subprocess.Popen[bytes]:
+    """The test server on streamable HTTP at 127.0.0.1:`port`, once it listens."""
+    proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            await asyncio.sleep(0.05)
+    return proc
+
+
+def end(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 @contextlib.asynccontextmanager
 async def http_server() -> AsyncIterator[str]:
     """The test server on streamable HTTP at 127.0.0.1; yields its URL."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = await start_http(port)
     try:
-        for _ in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                await asyncio.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        end(proc)
 
 
 async def until(pred: Callable[[], bool], what: str, timeout_s: float = 15.0) -> None:

@@ -20,7 +20,7 @@ from gateway.config.mcp import McpServerConfig
 from gateway.mcp import McpHub
 from gateway.mcp.results import MAX_RESULT_CHARS
 from hermes_common.backoff import Backoff
-from tests.mcp.support import http_server, stdio_config, until
+from tests.mcp.support import end, free_port, http_server, start_http, stdio_config, until
 
 FAST = Backoff(base_s=0.05, cap_s=0.2, jitter=0.0)
 
@@ -339,3 +339,24 @@ async def test_a_message_over_the_size_limit_resets_the_connection_not_the_gatew
         assert ok.ok and ok.full_output_path is not None
     finally:
         await hub.stop()
+
+
+async def test_an_http_server_that_restarts_is_reconnected(tmp_path: Path, ctx: ToolContext
+                                                          ) -> None:
+    port = free_port()
+    proc = await start_http(port)
+    cfg = McpServerConfig(url=f"http://127.0.0.1:{port}/mcp", connect_timeout_s=2)
+    hub = await hub_of({"h": cfg}, tmp_path, keepalive_s=0.2)
+    try:
+        [first] = await run(hub, ctx, ("mcp__h__pid", {}))
+        end(proc)
+        conn = hub.connections["h"]
+        await until(lambda: conn.state != "connected", "the loss to be noticed")
+        assert hub.tools() == [] and "mcp:h" in hub.toolsets_down()
+        proc = await start_http(port)
+        await until(lambda: conn.state == "connected" and conn.connects == 2, "a reconnect")
+        [again] = await run(hub, ctx, ("mcp__h__pid", {}))
+        assert again.ok and again.content != first.content
+    finally:
+        await hub.stop()
+        end(proc)
