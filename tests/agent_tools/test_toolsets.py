@@ -98,3 +98,17 @@ def test_the_selection_schemas_are_the_same_list_every_time() -> None:
     chosen = select(default_registry(), None)
     assert chosen.schemas() is chosen.schemas()
     assert "memory" in chosen.names() and "read_file" in chosen.names()
+
+
+def test_ready_made_requirement_checks_say_what_is_missing() -> None:
+    from agent_core.tools.requirements import all_of, binary, setting
+
+    assert binary("sh")() is None
+    assert binary("no-such-program-xyz")() == "the program 'no-such-program-xyz' is not installed"
+    assert setting("k", "tools.web.search.api_key")() is None
+    assert setting("", "tools.web.search.api_key")() == "tools.web.search.api_key is not set"
+    assert setting(None, "x.y")() == "x.y is not set"
+    both = all_of(setting("k", "a"), binary("no-such-program-xyz"))
+    assert both() == "the program 'no-such-program-xyz' is not installed"
+    registry = ToolRegistry([tool("run", "terminal", requirements=both)])
+    assert select(registry, ["terminal"]).off[0].reason == both()
