@@ -23,8 +23,15 @@ from pydantic import BaseModel, ConfigDict
 from agent_core.tools.base import ToolContext
 from agent_core.tools.registry import Tool, ToolError
 from gateway.config.mcp import McpServerConfig
-from gateway.mcp.connection import McpConnection, McpToolError
+from gateway.mcp.connection import (
+    KEEPALIVE_S,
+    RECONNECT_BACKOFF,
+    McpConnection,
+    McpToolError,
+)
 from gateway.mcp.results import MAX_DESCRIPTION_CHARS, clean_schema, tool_name
+from gateway.mcp.stdio import DEFAULT_MAX_MESSAGE_BYTES
+from hermes_common.backoff import Backoff
 
 __all__ = ["McpArgs", "McpHub", "mcp_tool"]
 
@@ -82,8 +89,13 @@ class McpHub:
         cwd: Path | None = None,
         logs_dir: Path | None = None,
         startup_wait_s: float = STARTUP_WAIT_S,
-        **connection_kw: Any,
+        backoff: Backoff = RECONNECT_BACKOFF,
+        keepalive_s: float = KEEPALIVE_S,
+        mode: str = "auto",
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
+        """`backoff`, `keepalive_s`, `mode` and `max_message_bytes` are each connection's
+        (`McpConnection`); tests shorten them."""
         self._startup_wait_s = startup_wait_s
         self._tools: dict[str, tuple[Tool, ...]] = {}
         self.connections: dict[str, McpConnection] = {}
@@ -93,7 +105,8 @@ class McpHub:
             log_file = logs_dir / f"mcp-{name}.log" if logs_dir is not None else None
             self.connections[name] = McpConnection(
                 name, cfg, cwd=cwd, stderr_log=log_file,
-                on_tools_changed=functools.partial(self._rebuild, name), **connection_kw)
+                on_tools_changed=functools.partial(self._rebuild, name), backoff=backoff,
+                keepalive_s=keepalive_s, mode=mode, max_message_bytes=max_message_bytes)
 
     async def __aenter__(self) -> McpHub:
         await self.start()
