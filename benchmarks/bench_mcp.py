@@ -53,7 +53,7 @@ async def main() -> int:
         configure_logging(level="INFO", fmt="json", log_dir=work / "logs",
                           stream=io.StringIO(), profile="bench")
         cfg = McpServerConfig(command=sys.executable, args=[str(SERVER), "stdio"])
-        hub = McpHub({"bench": cfg}, cwd=work, logs_dir=work / "logs")
+        hub = McpHub({"bench": cfg}, home=work / "mcp", logs_dir=work / "logs")
         await hub.start()
         params = StdioServerParameters(command=sys.executable, args=[str(SERVER), "stdio"])
         try:

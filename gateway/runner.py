@@ -300,7 +300,7 @@ class GatewayRunner:
         except ImportError as exc:
             raise ConfigurationError("mcp_servers: the MCP client is not installed (pip "
                                      "install 'hermes-gateway[mcp]')") from exc
-        hub = self.mcp = McpHub(servers, cwd=self.paths.root, logs_dir=self.paths.logs)
+        hub = self.mcp = McpHub(servers, home=self.paths.root / "mcp", logs_dir=self.paths.logs)
         stack.push_async_callback(_quietly, "mcp", hub.stop)
         await hub.start()
         return [hub]

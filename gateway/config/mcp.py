@@ -41,7 +41,7 @@ class McpServerConfig(ConfigModel):
     `LOGNAME`, `SHELL`, `TERM`). Nothing else of the gateway's environment (its tokens) is
     passed on; name a secret here (`${VAR}`) to give it to the server."""
     cwd: str | None = None
-    """Working directory of a stdio server (default: the profile directory)."""
+    """Working directory of a stdio server (default: `$HERMES_HOME/mcp/<name>/`)."""
     url: Annotated[str | None, AfterValidator(_http_url)] = None
     """Endpoint of a streamable HTTP server (e.g. `http://127.0.0.1:8000/mcp`)."""
     headers: dict[str, SecretStr] = Field(default_factory=dict)

@@ -267,6 +267,9 @@ class McpConnection:
         """The SDK transport for the server (not yet entered)."""
         cfg = self.cfg
         if cfg.command is not None:
+            if cfg.cwd is None and self._cwd is not None:
+                await asyncio.to_thread(self._cwd.mkdir, parents=True, exist_ok=True,
+                                        mode=0o700)
             errlog = await asyncio.to_thread(self._open_stderr_log)
             stack.callback(errlog.close)
             env = {k: v.get_secret_value() for k, v in cfg.env.items()}

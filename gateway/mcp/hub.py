@@ -86,7 +86,7 @@ class McpHub:
         self,
         servers: Mapping[str, McpServerConfig],
         *,
-        cwd: Path | None = None,
+        home: Path | None = None,
         logs_dir: Path | None = None,
         startup_wait_s: float = STARTUP_WAIT_S,
         backoff: Backoff = RECONNECT_BACKOFF,
@@ -94,8 +94,9 @@ class McpHub:
         mode: str = "auto",
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
-        """`backoff`, `keepalive_s`, `mode` and `max_message_bytes` are each connection's
-        (`McpConnection`); tests shorten them."""
+        """`home`: each stdio server's default working directory is `home/<name>` (created
+        when it starts). `backoff`, `keepalive_s`, `mode` and `max_message_bytes` are each
+        connection's (`McpConnection`); tests shorten them."""
         self._startup_wait_s = startup_wait_s
         self._tools: dict[str, tuple[Tool, ...]] = {}
         self.connections: dict[str, McpConnection] = {}
@@ -104,7 +105,7 @@ class McpHub:
                 continue
             log_file = logs_dir / f"mcp-{name}.log" if logs_dir is not None else None
             self.connections[name] = McpConnection(
-                name, cfg, cwd=cwd, stderr_log=log_file,
+                name, cfg, cwd=home / name if home is not None else None, stderr_log=log_file,
                 on_tools_changed=functools.partial(self._rebuild, name), backoff=backoff,
                 keepalive_s=keepalive_s, mode=mode, max_message_bytes=max_message_bytes)
 

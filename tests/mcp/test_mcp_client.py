@@ -33,7 +33,7 @@ def ctx(tmp_path: Path) -> ToolContext:
 async def hub_of(servers: dict[str, McpServerConfig], tmp_path: Path,
                  **kw: Any) -> McpHub:
     kw.setdefault("backoff", FAST)
-    hub = McpHub(servers, cwd=tmp_path, logs_dir=tmp_path / "logs", **kw)
+    hub = McpHub(servers, home=tmp_path / "mcp", logs_dir=tmp_path / "logs", **kw)
     await hub.start()
     return hub
 
@@ -178,6 +178,8 @@ async def test_the_server_gets_no_secret_of_ours_unless_configured(
                         ("mcp__e__env", {"name": "PATH"}))
         assert [o.content for o in got[:3]] == ["", "", "given-on-purpose"]
         assert got[3].content
+        [where] = await run(hub, ctx, ("mcp__e__where", {}))
+        assert where.content == str(tmp_path / "mcp" / "e")
     finally:
         await hub.stop()
 
