@@ -20,6 +20,7 @@ from agent_core.prompt import PromptInputs, build_system_prompt_async
 from agent_core.provider import ProviderRouter, ProviderSettings
 from agent_core.tools.base import ToolContext
 from agent_core.tools.registry import Tool, ToolRegistry, default_registry
+from agent_core.tools.toolsets import ToolSelection, ToolSource, select
 from gateway.config.models import HermesConfig, ProviderConfig
 from gateway.events import Principal
 from gateway.paths import ProfilePaths
@@ -65,8 +66,10 @@ class AgentFactory:
         registry: ToolRegistry | None = None,
         router: ProviderRouter | None = None,
         tools: Sequence[Tool] = (),
+        tool_sources: Sequence[ToolSource] = (),
     ) -> None:
-        """`tools` join the built-in ones (e.g. `gateway.web_tools.WebTools.tools`)."""
+        """`tools` join the built-in ones (e.g. `gateway.web_tools.WebTools.tools`);
+        `tool_sources`: tools that come and go at run time (the MCP servers')."""
         self._config = config
         self._paths = paths
         self.router = router or ProviderRouter(_chain(config))
@@ -75,12 +78,13 @@ class AgentFactory:
             self.registry.register(tool)
         #: execute_code and terminal, as `tools.code` / `tools.terminal` say.
         self.acting: ActingTools = add_acting_tools(self.registry, config.tools)
+        self.tool_sources = tuple(tool_sources)
         main = config.providers[config.model.provider]
         self.model = main.model
         self.context_length = main.context_length
         self._agent_config = AgentConfig(
             max_iterations=config.model.max_iterations,
-            toolsets=tuple(config.agent.toolsets) if config.agent.toolsets else None,
+            toolsets=None,  # applied by the session's `ToolSelection`
             ephemeral_system_prompt=config.agent.ephemeral_system_prompt,
         )
         #: Each user's memory and workspace folders (`gateway.principals`).
@@ -95,17 +99,24 @@ class AgentFactory:
     async def aclose(self) -> None:
         await self.router.aclose()
 
+    def selection(self, platform: str | None = None,
+                  chat_id: str | None = None) -> ToolSelection:
+        """The tools a new session in this chat is offered now: the chat's toolsets
+        (`HermesConfig.toolsets`), each tool's requirements, the tool sources' current tools."""
+        return select(self.registry, self._config.toolsets(platform, chat_id), self.tool_sources)
+
     async def system_prompt(
         self, *, platform_hint: str = "", audience: Principal | None = None,
-        today: dt.date | None = None,
+        today: dt.date | None = None, platform: str | None = None, chat_id: str | None = None,
     ) -> str:
         """Build a session's system prompt (stored with the session, reused verbatim).
 
         `audience` is the one user the session talks to (a direct chat): their `USER.md`,
         `MEMORY.md` (per profile, or theirs with `memory.scope: user`) and the project context
         of their workspace are included. A group session (None) gets the profile's
-        `MEMORY.md` only, and project context only from a shared workspace. Reads the files
-        (and runs the threat scan) off the event loop."""
+        `MEMORY.md` only, and project context only from a shared workspace. The tool guidance
+        names the tools of the chat (`platform`, `chat_id`). Reads the files (and runs the
+        threat scan) off the event loop."""
         spaces = self.spaces
         memory_dir = spaces.memory_dir(audience)
         if memory_dir is None:
@@ -119,7 +130,7 @@ class AgentFactory:
             cwd: Path | None = spaces.workspace(audience)
         else:
             cwd = spaces.workspace_root if spaces.shared_workspace else None
-        tools = [s["function"]["name"] for s in self.registry.schemas(self._agent_config.toolsets)]
+        tools = self.selection(platform, chat_id).names()
         return await build_system_prompt_async(
             PromptInputs(
                 model=self.model,
@@ -135,9 +146,12 @@ class AgentFactory:
 
     def build(self, system_prompt: str, *, session_id: str, ports: AgentPorts,
               principal: Principal, extra: dict[str, Any] | None = None,
-              attachments_dir: Path | None = None) -> Agent:
+              attachments_dir: Path | None = None,
+              tools: ToolSelection | None = None) -> Agent:
         """An agent whose tools act for `principal`: its workspace, its `USER.md` and the
-        `MEMORY.md` of `memory.scope`; `attachments_dir` is the chat's attachment cache."""
+        `MEMORY.md` of `memory.scope`; `attachments_dir` is the chat's attachment cache.
+        `tools`: the session's frozen selection (default: the principal's platform's tools
+        now)."""
         spaces = self.spaces
         workspace = spaces.workspace(principal)
 
@@ -153,5 +167,6 @@ class AgentFactory:
                 extra=extra if extra is not None else {},
             )
 
-        return Agent(self.router, self.registry, system_prompt, config=self._agent_config,
+        offered = tools if tools is not None else self.selection(principal.platform)
+        return Agent(self.router, offered, system_prompt, config=self._agent_config,
                      context_factory=context)

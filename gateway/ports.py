@@ -85,6 +85,8 @@ class PlatformSettings(SettingsModel):
     """In groups, only messages that mention or reply to the bot reach the agent."""
     tool_progress: ToolProgress | None = None
     """Overrides `gateway.tool_progress` for this platform."""
+    toolsets: list[str] | None = None
+    """Overrides `tools.toolsets` for this platform."""
 
     def credential(self) -> str | None:
         """The secret that identifies the platform account (a bot token), or None when the

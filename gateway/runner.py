@@ -16,13 +16,14 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from agent_core.tools.toolsets import ToolSource
 from gateway.agents import AgentFactory
 from gateway.compression.hook import CompressionService
 from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
@@ -57,6 +58,7 @@ from hermes_common.waits import cancel_and_wait
 
 if TYPE_CHECKING:
     from gateway.dashboard import DashboardServer
+    from gateway.mcp import McpHub
     from storage import StateStore
 
 __all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle"]
@@ -126,6 +128,8 @@ class GatewayRunner:
         self.health: HealthServer | None = None
         self.dashboard: DashboardServer | None = None
         self.watchdog: LoopWatchdog | None = None
+        #: The MCP servers' connections, when `mcp_servers` names any.
+        self.mcp: McpHub | None = None
         self.notifier = SdNotifier.from_env(unset_environment=True)
 
     # -- the parts, once started ---------------------------------------------------------
@@ -225,7 +229,7 @@ class GatewayRunner:
         if self._take_locks:
             await self._acquire_locks(stack)
         store = await self._open_storage(stack)
-        agents = self._build_agents(stack)
+        agents = self._build_agents(stack, await self._start_mcp(stack))
         await agents.acting.probe()
         adapters = self._build_adapters()
         parts = self._parts = wire(self.config, self.paths, store=store, agents=agents,
@@ -291,11 +295,30 @@ class GatewayRunner:
         log.error("storage_writer_stopped", error=type(exc).__name__, exit_code=EXIT_STORAGE)
         self.request_stop(EXIT_STORAGE)
 
-    def _build_agents(self, stack: AsyncExitStack) -> AgentFactory:
+    async def _start_mcp(self, stack: AsyncExitStack) -> list[ToolSource]:
+        """The MCP servers of `mcp_servers` (none: the SDK is not even imported). Start-up
+        waits for their first connection attempt at most `STARTUP_WAIT_S`; a server that is
+        down is retried in the background."""
+        servers = {n: s for n, s in self.config.mcp_servers.items() if s.enabled}
+        if not servers:
+            return []
+        try:
+            from gateway.mcp import McpHub
+        except ImportError as exc:
+            raise ConfigurationError("mcp_servers: the MCP client is not installed (pip "
+                                     "install 'hermes-gateway[mcp]')") from exc
+        hub = self.mcp = McpHub(servers, home=self.paths.root / "mcp", logs_dir=self.paths.logs)
+        stack.push_async_callback(_quietly, "mcp", hub.stop)
+        await hub.start()
+        return [hub]
+
+    def _build_agents(self, stack: AsyncExitStack,
+                      tool_sources: Sequence[ToolSource] = ()) -> AgentFactory:
         try:
             web = WebTools.from_config(self.config)
             stack.push_async_callback(_quietly, "web_tools", web.aclose)
-            agents = AgentFactory(self.config, self.paths, tools=web.tools)
+            agents = AgentFactory(self.config, self.paths, tools=web.tools,
+                                  tool_sources=tool_sources)
         except KeyError as exc:
             raise ConfigurationError(str(exc)) from exc
         stack.push_async_callback(_quietly, "agents", agents.aclose)
@@ -356,7 +379,8 @@ class GatewayRunner:
         self.health = HealthServer(
             supervisor=parts.supervisor, metrics=self.metrics, storage_probe=storage_ok,
             host=hc.host, port=port, ephemeral=self._health_port == 0,
-            status_providers={"sessions": sessions_status, "compression": compression_status},
+            status_providers={"sessions": sessions_status, "compression": compression_status,
+                              **({"mcp": self.mcp.status} if self.mcp is not None else {})},
             watchdog=watchdog, version=_version(),
             token=hc.token.get_secret_value() if hc.token is not None else None)
         try:

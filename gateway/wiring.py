@@ -197,7 +197,7 @@ def wire(
     services = CommandServices(
         store=store, manager=manager, sessions=turns.sessions, compression=compression,
         policy=policy, model=agents.model, context_length=agents.context_length,
-        registry=commands, approvals=approvals)
+        registry=commands, approvals=approvals, tools=turns.builder)
     inbound = InboundRouter(
         store=store, adapters=adapters, delivery=delivery, manager=manager, commands=commands,
         command_services=services, policy=policy, require_mention=require_mention,
@@ -229,7 +229,9 @@ def _compression(
         """A compaction child's system prompt: rebuilt, so memory saved since the session
         began reaches the model now (the prompt never changes mid-session otherwise)."""
         return await agents.system_prompt(platform_hint=format_hint(session.source),
-                                          audience=audience_of(session))
+                                          audience=audience_of(session),
+                                          platform=session.source or None,
+                                          chat_id=session.chat_id)
 
     async def notify_chat(session_id: str, kind: str, text: str) -> None:
         """Tell the chat about an automatic compaction: the outcome, a failure (history is

@@ -2,7 +2,9 @@
 
 Rules (from the design seed):
 - an interactive tool (`clarify`) is a barrier: it runs alone;
-- read-only tools (`parallel_safe`) may share a parallel run;
+- read-only tools (`parallel_safe`) may share a parallel run: the built-in readers, and an
+  MCP server's tools that declare `readOnlyHint` (any other MCP tool is treated as a writer
+  and runs alone, in order);
 - path-scoped tools (`read_file`, `write_file`, `patch`) may share a run only when their
   canonical paths do not overlap (same path, or one an ancestor of the other) — two readers of
   the same path never conflict;

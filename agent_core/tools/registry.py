@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,9 @@ MAX_CONCURRENT_TOOLS = 8
 DEFAULT_TOOL_TIMEOUT_S = 420.0
 
 ToolFunc = Callable[[Any, ToolContext], Awaitable[str]]
+#: A tool's requirement check: None when it can be offered, else why not (a short phrase such
+#: as "no API key configured (tools.web.search.api_key)"). Cheap and non-blocking.
+Requirements = Callable[[], str | None]
 
 
 class ToolError(Exception):
@@ -56,6 +59,9 @@ class Tool:
     with calls on non-overlapping paths); `interactive` (asks the user: always runs alone);
     `interruptible` (cancelled when the turn is interrupted; keep False for writes that must
     not be torn). `timeout_s` overrides the registry default (None = registry default).
+    `requirements` says why the tool cannot be offered now (keys, binaries), None when it
+    can. `parameters` is a JSON schema given as is (tools described by someone else, e.g. an
+    MCP server); without it the schema is built from `args_model`.
     """
 
     name: str
@@ -69,14 +75,31 @@ class Tool:
     interruptible: bool = True
     timeout_s: float | None = None
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    requirements: Requirements | None = None
+    parameters: Mapping[str, Any] | None = None
 
     @property
     def path_scoped(self) -> bool:
         return self.path_arg is not None
 
+    def unmet(self) -> str | None:
+        """Why the tool cannot be offered now, or None. A failing check counts as unmet."""
+        if self.requirements is None:
+            return None
+        try:
+            return self.requirements()
+        except Exception as exc:  # noqa: BLE001 - a broken check must not break the turn
+            return f"requirement check failed ({type(exc).__name__})"
+
     def schema(self) -> dict[str, Any]:
         """The OpenAI `tools` entry for this tool."""
-        params = _strip_titles(_inline_refs(self.args_model.model_json_schema()))
+        if self.parameters is not None:
+            params = json.loads(json.dumps(self.parameters))  # a private copy
+        else:
+            params = _strip_titles(_inline_refs(self.args_model.model_json_schema()))
+        if not isinstance(params, dict):
+            params = {"type": "object"}
+        params.setdefault("type", "object")
         params.setdefault("properties", {})
         return {
             "type": "function",
@@ -166,6 +189,16 @@ class ToolRegistry:
     def toolsets(self) -> list[str]:
         return list(dict.fromkeys(t.toolset for t in self._tools.values()))
 
+    def tools(self) -> list[Tool]:
+        """Every registered tool, in registration order."""
+        return list(self._tools.values())
+
+    def schema_of(self, tool: Tool) -> dict[str, Any]:
+        """The tool's schema, built once for a registered tool (shared: do not mutate)."""
+        if self._tools.get(tool.name) is tool:
+            return self._schemas[tool.name]
+        return tool.schema()
+
     def schemas(self, toolsets: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """OpenAI `tools` parameter for the selected toolsets (all when None).
 
@@ -175,14 +208,18 @@ class ToolRegistry:
 
     # -- execution -----------------------------------------------------------------------
 
-    async def execute(self, calls: Sequence[ToolCall], ctx: ToolContext) -> list[ToolOutcome]:
+    async def execute(self, calls: Sequence[ToolCall], ctx: ToolContext, *,
+                      tools: Mapping[str, Tool] | None = None) -> list[ToolOutcome]:
         """Run `calls` and return one outcome per executed call, in call order.
 
-        Once `ctx.interrupt` is set no further call starts; running interruptible tools are
-        cancelled (their outcome says so) and only the calls that ran are returned. Never raises
-        for a tool's failure; cancellation of the caller propagates after the tools are cancelled.
+        `tools` limits what may run to the tools offered (a `ToolSelection`'s); a call to any
+        other name is an unknown tool. Once `ctx.interrupt` is set no further call starts;
+        running interruptible tools are cancelled (their outcome says so) and only the calls
+        that ran are returned. Never raises for a tool's failure; cancellation of the caller
+        propagates after the tools are cancelled.
         """
-        prepared = [self._prepare(call, ctx) for call in calls]
+        lookup = self._tools if tools is None else tools
+        prepared = [self._prepare(call, ctx, lookup) for call in calls]
         segments = plan_batches([p.plan for p in prepared])
         results: dict[int, ToolOutcome] = {}
         gate = asyncio.Semaphore(self._max_concurrency)
@@ -222,10 +259,11 @@ class ToolRegistry:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
 
-    def _prepare(self, call: ToolCall, ctx: ToolContext) -> _Prepared:
-        tool = self._tools.get(call.name)
+    def _prepare(self, call: ToolCall, ctx: ToolContext,
+                 lookup: Mapping[str, Tool]) -> _Prepared:
+        tool = lookup.get(call.name)
         if tool is None:
-            known = ", ".join(self._tools) or "none"
+            known = ", ".join(lookup) or "none"
             return _Prepared(call, error=f"Unknown tool '{call.name}'. Available tools: {known}.")
         raw = call.arguments.strip() if call.arguments else ""
         try:

@@ -8,6 +8,7 @@ import shlex
 from gateway.commands.approval import approval_commands
 from gateway.commands.context import CommandContext, CommandServices
 from gateway.commands.registry import Access, Command, CommandRegistry
+from gateway.commands.tools import tools_command
 from gateway.principals import folder_name
 from storage.errors import TitleInUseError
 
@@ -235,5 +236,7 @@ def builtin_registry() -> CommandRegistry:
                 access=Access.GROUP),
         Command("whoami", "Who the bot thinks you are", _whoami, busy_ok=True),
         *approval_commands(),
+        Command("tools", "The tools on in this chat, and why others are off", tools_command,
+                busy_ok=True),
     ])
     return reg

@@ -14,6 +14,7 @@ from storage.types import Session, SessionScope
 
 if TYPE_CHECKING:
     from gateway.commands.registry import CommandRegistry
+    from gateway.commands.tools import ToolsInfo
     from gateway.sessions import SessionManager
     from gateway.turns import SessionResolver
 
@@ -57,6 +58,7 @@ class CommandServices:
     context_length: int
     registry: CommandRegistry | None = None
     approvals: ApprovalDecider | None = None
+    tools: ToolsInfo | None = None
 
 
 @dataclass(slots=True)

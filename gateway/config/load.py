@@ -82,6 +82,11 @@ def parse_config(
         raise ConfigError(list(exc.problems), source) from None
     tree: dict[str, Any] = expanded.value
     warnings = _warnings(tree)
+    agent = tree.get("agent")
+    if isinstance(agent, Mapping) and agent.get("toolsets") is not None:
+        warnings.append("agent.toolsets is deprecated: use tools.toolsets (and "
+                        "platforms.<name>.toolsets); it applies only while tools.toolsets "
+                        "is not set")
     blocks, problems = validate_platforms(tree.get("platforms"))
     try:
         cfg = HermesConfig.model_validate({**tree, "platforms": blocks})

@@ -17,8 +17,9 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from gateway.config.base import ConfigModel, IdList, OptSecret, SecretList, reveal
 from gateway.config.errors import Problem
+from gateway.config.mcp import McpServerConfig, valid_server_name
 from gateway.config.platforms import PlatformsConfig
-from gateway.config.tools import ToolsConfig
+from gateway.config.tools import DEFAULT_TOOLSETS, ToolsConfig
 from gateway.ports import ToolProgress
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "HermesConfig",
     "LogFileConfig",
     "LoggingConfig",
+    "McpServerConfig",
     "MediaConfig",
     "MemoryConfig",
     "ModelConfig",
@@ -122,7 +124,7 @@ class AgentConfig(ConfigModel):
     ephemeral_system_prompt: str | None = None
     """Appended at request time only, never stored."""
     toolsets: list[str] | None = None
-    """Enabled toolsets; None = every built-in toolset."""
+    """Deprecated: `tools.toolsets` (used when that is not set; the loader warns)."""
 
 
 class StreamingConfig(ConfigModel):
@@ -265,6 +267,25 @@ class HermesConfig(ConfigModel):
     security: SecurityConfig = Field(default_factory=SecurityConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+
+    def toolsets(self, platform: str | None = None, chat_id: str | None = None) -> list[str]:
+        """The toolsets on in a chat: `tools.chats["<platform>:<chat id>"]`, else
+        `platforms.<platform>.toolsets`, else `tools.toolsets` (else the deprecated
+        `agent.toolsets`, else `DEFAULT_TOOLSETS`)."""
+        if platform is not None and chat_id is not None:
+            own = self.tools.chats.get(f"{platform}:{chat_id}")
+            if own is not None:
+                return list(own)
+        block = self.platforms.get(platform) if platform is not None else None
+        if block is not None and block.toolsets is not None:
+            return list(block.toolsets)
+        if self.tools.toolsets is not None:
+            return list(self.tools.toolsets)
+        if self.agent.toolsets is not None:
+            return list(self.agent.toolsets)
+        # `tools.terminal.enabled: true` is enough to offer it where no list is set.
+        return [*DEFAULT_TOOLSETS, *(["terminal"] if self.tools.terminal.enabled else [])]
 
     def provider(self, name: str | None = None) -> ProviderConfig:
         """Provider `name` (default: `model.provider`). Raises KeyError if undefined."""
@@ -283,6 +304,7 @@ class HermesConfig(ConfigModel):
             out.append(self.tools.web.search.api_key.get_secret_value())
         out += [t.get_secret_value() for t in (self.gateway.health.token, self.dashboard.token)
                 if t is not None and t.get_secret_value()]
+        out += [v for s in self.mcp_servers.values() for v in s.secret_values()]
         return out + self.platforms.secret_values()
 
     def problems(self) -> list[Problem]:
@@ -315,5 +337,10 @@ class HermesConfig(ConfigModel):
             out.append(Problem("dashboard.token", f"required when dashboard.host ({dash.host}) "
                                "is not a loopback address: anyone who can reach the port "
                                "would see every conversation"))
+        for name in self.mcp_servers:
+            if not valid_server_name(name):
+                out.append(Problem(f"mcp_servers.{name}", "a server name may hold letters, "
+                                   "digits, '_' and '-' (at most 48, no '__'): it becomes part "
+                                   "of the tool names mcp__<server>__<tool>"))
         out += self.platforms.problems("platforms")
         return out

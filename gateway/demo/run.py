@@ -2,14 +2,18 @@
 
 Starts the real `GatewayRunner` with the `api` adapter on 127.0.0.1 and the offline stand-in
 model, then talks to it through the real `openai` SDK over HTTP: a streamed reply, a tool call,
-a local page read with `web_extract` (a news site on 127.0.0.1, allow-listed), slash commands and a compression that rotates the session into a child. Prints the transcript
-and the session lineage read back from state.db.
+a local page read with `web_extract` (a news site on 127.0.0.1, allow-listed), slash commands,
+a tool of a local MCP server (`gateway.demo.mcp_server`, started over stdio) and a compression
+that rotates the session into a child. Prints the transcript and the session lineage read back
+from state.db.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import logging
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -39,6 +43,7 @@ SCRIPT = [
     "Hi Hermes! What are you?",
     "Please save a note: the demo works offline",
     "Read {news_url} and tell me the headlines",
+    "What's in the news today? Classify it and add a short analysis.",
     "Tell me about streaming.",
     "And about sessions?",
     "How do tools work?",
@@ -63,7 +68,16 @@ def _config(model_url: str) -> dict[str, Any]:
         "tools": {"web": {"allow_private": ["127.0.0.1/32"], "fetch": {"condense": False}}},
         "dashboard": {"enabled": True, "host": "127.0.0.1", "port": 0},
         "logging": {"level": "WARNING", "file": {"enabled": True}},
+        "mcp_servers": _mcp_servers(),
     }
+
+
+def _mcp_servers() -> dict[str, Any]:
+    """The demo's local MCP server (stdio), when the MCP client is installed."""
+    if importlib.util.find_spec("mcp") is None:
+        return {}
+    return {"news": {"command": sys.executable, "args": ["-m", "gateway.demo.mcp_server"],
+                     "timeout_s": 20}}
 
 
 async def _chat(client: AsyncOpenAI, text: str, console: Console) -> str:

@@ -3,8 +3,10 @@
 It is not a language model. It answers by simple rules so that the demo exercises the real
 `openai` SDK path end to end (streaming with SSE, tool calls, usage) without tokens or
 network: a request mentioning a note gets a `write_file` tool call, one with a URL a
-`web_extract` call (and then the page's headlines), a summarization request gets a structured
-summary, anything else gets a short streamed reply that says what it is.
+`web_extract` call (and then the page's headlines), one asking for the news calls the
+demo MCP server's `mcp__news__headlines` and then sorts what came back into topics,
+a summarization request gets a structured summary, anything else gets a short streamed
+reply that says what it is.
 """
 
 from __future__ import annotations
@@ -80,11 +82,31 @@ def _summary(messages: list[dict[str, Any]]) -> str:
     )
 
 
+NEWS_TOOL = "mcp__news__headlines"
+_TOPICS = (("council", "local"), ("revenue", "business"), ("chip", "business"),
+           ("research", "science"), ("reef", "science"))
+
+
 def _called(messages: list[dict[str, Any]]) -> str:
-    """The name of the tool the last assistant message called."""
+    """The name of the tool the last assistant message called ("" when none)."""
     msg = _last(messages, "assistant") or {}
-    calls = msg.get("tool_calls") or [{}]
-    return str(calls[-1].get("function", {}).get("name", ""))
+    calls = msg.get("tool_calls") or []
+    return str(calls[-1].get("function", {}).get("name", "")) if calls else ""
+
+
+def _classified(result: str) -> str:
+    """The headlines of an MCP result, each with a topic and a one-line take."""
+    try:
+        items = json.loads(result)
+    except ValueError:
+        return f"{LABEL} The news server answered: {result[:200]}"
+    lines = [f"{LABEL} Today's headlines, by topic:"]
+    for item in items if isinstance(items, list) else []:
+        title = str(item.get("title", "")) if isinstance(item, dict) else str(item)
+        topic = next((t for word, t in _TOPICS if word in title.lower()), "other")
+        lines.append(f"- [{topic}] {title}")
+    lines.append("Analysis: one local, one business, one science story; a quiet news day.")
+    return "\n".join(lines)
 
 
 def _headlines(result: str) -> str:
@@ -109,6 +131,8 @@ def reply_for(body: dict[str, Any]) -> dict[str, Any]:
     last = messages[-1] if messages else {}
     if not tools and any("summar" in _text(m).lower() for m in messages[:2] + [last]):
         return {"text": _summary(messages)}
+    if last.get("role") == "tool" and _called(messages) == NEWS_TOOL:
+        return {"text": _classified(_text(last))}
     if last.get("role") == "tool":
         if _called(messages) == "web_extract":
             return {"text": _headlines(_text(last))}
@@ -118,6 +142,9 @@ def reply_for(body: dict[str, Any]) -> dict[str, Any]:
                None)
     if url and any(t.get("function", {}).get("name") == "web_extract" for t in tools):
         return {"tool": ("web_extract", {"urls": [url]})}
+    if "news" in user.lower() and any(t.get("function", {}).get("name") == NEWS_TOOL
+                                      for t in tools):
+        return {"tool": (NEWS_TOOL, {"limit": 3})}
     if "note" in user.lower() and any(t.get("function", {}).get("name") == "write_file"
                                       for t in tools):
         note = user.split(":", 1)[-1].strip() or user

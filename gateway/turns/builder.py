@@ -9,6 +9,7 @@ from typing import Any
 
 from agent_core.agent import Agent
 from agent_core.ports import AgentPorts
+from agent_core.tools.toolsets import ToolSelection
 from gateway.agents import AgentFactory
 from gateway.approvals import ApprovalDesk, TurnApprovals
 from gateway.delivery.service import DeliveryService, ReplyTarget
@@ -62,15 +63,43 @@ class AgentBuilder:
         self._approvals = approvals
         self._approval_timeout_s = approval_timeout_s
         self._extras: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._tools: OrderedDict[str, ToolSelection] = OrderedDict()
         self._workspaces: set[Path] = set()
 
     @property
     def model(self) -> str:
         return self._agents.model
 
-    async def system_prompt(self, *, platform_hint: str = "",
-                            audience: Principal | None = None) -> str:
-        return await self._agents.system_prompt(platform_hint=platform_hint, audience=audience)
+    async def system_prompt(self, *, platform_hint: str = "", audience: Principal | None = None,
+                            platform: str | None = None, chat_id: str | None = None) -> str:
+        return await self._agents.system_prompt(platform_hint=platform_hint, audience=audience,
+                                                platform=platform, chat_id=chat_id)
+
+    def session_tools(self, session: Session) -> ToolSelection:
+        """The tools `session` is offered: chosen at its first turn in this process and kept
+        for its life, so the request's `tools` stay byte-identical while MCP servers come and
+        go or the config changes (the next session sees the change)."""
+        selection = self._tools.get(session.id)
+        if selection is None:
+            selection = self._tools[session.id] = self._agents.selection(
+                session.source or None, session.chat_id)
+            while len(self._tools) > MAX_SESSION_EXTRAS:
+                self._tools.popitem(last=False)
+        else:
+            self._tools.move_to_end(session.id)
+        return selection
+
+    def current_tools(self, session_id: str) -> ToolSelection | None:
+        """The selection a session uses in this process, if it had a turn here."""
+        return self._tools.get(session_id)
+
+    def next_tools(self, platform: str, chat_id: str) -> ToolSelection:
+        """What a new session in this chat would be offered now."""
+        return self._agents.selection(platform, chat_id)
+
+    def confinement(self) -> list[str]:
+        """execute_code's sandbox and terminal's approvals, for `/tools`."""
+        return self._agents.acting.describe()
 
     async def build(self, session: Session, target: ReplyTarget, *,
                     quiet: bool = False) -> Agent:
@@ -95,11 +124,14 @@ class AgentBuilder:
                                            session_id=session.id,
                                            timeout_s=self._approval_timeout_s)
         await self._ensure_workspace(principal)
+        tools = self.session_tools(session)
         prompt = session.system_prompt or await self._agents.system_prompt(
-            audience=audience_of(session))
+            audience=audience_of(session), platform=session.source or None,
+            chat_id=session.chat_id)
         return self._agents.build(
             prompt, session_id=session.id, ports=ports, principal=principal, extra=extra,
-            attachments_dir=self._agents.spaces.chat_cache(target.adapter, target.chat_id))
+            attachments_dir=self._agents.spaces.chat_cache(target.adapter, target.chat_id),
+            tools=tools)
 
     async def _ensure_workspace(self, principal: Principal) -> None:
         """Create the user's workspace folder the first time this process needs it."""

@@ -77,6 +77,11 @@ class TurnService:
         self._metrics = metrics
         self._background: set[asyncio.Task[Any]] = set()
 
+    @property
+    def builder(self) -> AgentBuilder:
+        """The turn's agent builder (the sessions' tool selections, for `/tools`)."""
+        return self._agents
+
     # -- TurnHandler -----------------------------------------------------------------------
     async def notify(self, event: MessageEvent, text: str) -> None:
         """Send a notice without making the caller (the inbound path) wait for it."""

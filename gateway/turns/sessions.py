@@ -79,7 +79,8 @@ class SessionResolver:
         `TitleInUseError` / `InvalidTitleError`) for a title that cannot be used."""
         prompt = await self._agents.system_prompt(
             platform_hint=self._format_hint(event.platform),
-            audience=None if event.is_group else event.principal)
+            audience=None if event.is_group else event.principal,
+            platform=event.platform, chat_id=event.chat_id)
         return await self._store.create_session(
             source=event.platform, user_id=event.user.id, session_key=key,
             chat_id=event.chat_id, chat_type=event.chat_type.value, thread_id=event.thread_id,

@@ -30,7 +30,7 @@ def _free_port() -> int:
 
 
 COMMON = {"enabled": True, "allowed_users": ["11", "22"], "allow_all": True,
-          "require_mention": False, "tool_progress": "all"}
+          "require_mention": False, "tool_progress": "all", "toolsets": ["files", "web"]}
 
 VALUES: dict[str, dict[str, Any]] = {
     "telegram": {

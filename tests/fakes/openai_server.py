@@ -179,6 +179,8 @@ class RecordedRequest:
     body: Any
     received_at: float
     finished_at: float | None = None
+    raw: bytes = b""
+    """The request body exactly as received."""
 
     @property
     def api_key(self) -> str | None:
@@ -292,11 +294,13 @@ class FakeOpenAIServer:
             {"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}]})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
         try:
-            body = await request.json()
+            body = json.loads(raw)
         except ValueError:
             body = None
-        rec = RecordedRequest("POST", request.path, dict(request.headers), body, time.monotonic())
+        rec = RecordedRequest("POST", request.path, dict(request.headers), body, time.monotonic(),
+                              raw=raw)
         self.requests.append(rec)
         self.all_requests.append(rec)
         try:

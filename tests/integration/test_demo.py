@@ -21,6 +21,8 @@ def test_demo_runs_offline_and_shows_the_main_job(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "offline stand-in" in out
     assert "write_file(" in out                       # the tool call, as stored
+    assert "mcp__news__headlines(" in out             # a local MCP server's tool (stdio)
+    assert "[business] Chip maker reports record quarterly revenue" in out
     assert "Compressed:" in out                       # /compress rotated the session
     before, after = re.search(r"Compressed: ([\d,]+) → ([\d,]+) tokens \(saved", out).groups()
     assert int(after.replace(",", "")) < int(before.replace(",", ""))  # it saved tokens
