@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -119,7 +118,7 @@ def _str(value: Any) -> str | None:
     return scrub(value if isinstance(value, str) else str(value))
 
 
-def row_to_message(row: sqlite3.Row, *, with_flags: bool = False) -> dict[str, Any]:
+def row_to_message(row: Any, *, with_flags: bool = False) -> dict[str, Any]:
     """The stored message as a dict (see module docstring); `_id` and `_ts` added."""
     content: Any = row["content"]
     if row["content_json"] and content is not None:

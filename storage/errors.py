@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "is_missing_parent",
     "StorageError",
     "StorageBusyError",
     "StoreClosedError",
@@ -66,3 +67,9 @@ class FenceRejected(StorageError):
     def __init__(self, outcome: FenceOutcome, detail: str = "") -> None:
         super().__init__(f"{outcome}: {detail}" if detail else outcome)
         self.outcome: FenceOutcome = outcome
+
+
+def is_missing_parent(exc: BaseException) -> bool:
+    """True for a foreign-key violation from either backend (a row whose session is gone):
+    SQLite's `IntegrityError` says "FOREIGN KEY", PostgreSQL's carries SQLSTATE 23503."""
+    return "FOREIGN KEY" in str(exc) or getattr(exc, "sqlstate", None) == "23503"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from storage.base import StoreBase
-from storage.syncconn import Conn
+from storage.sqlconn import Conn
 from storage.types import HeldEvent
 
 __all__ = ["InboxMixin", "release_on"]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from storage.base import StoreBase
 from storage.codec import scrub
-from storage.syncconn import Conn
+from storage.sqlconn import Conn, Row
 from storage.types import OutboxItem
 
 __all__ = ["LedgersMixin"]
@@ -17,7 +16,7 @@ __all__ = ["LedgersMixin"]
 _OPEN_STATES = ("pending", "sent")
 
 
-def _outbox(row: sqlite3.Row) -> OutboxItem:
+def _outbox(row: Row) -> OutboxItem:
     return OutboxItem(
         id=row["id"],
         session_id=row["session_id"],
@@ -47,8 +46,8 @@ class LedgersMixin(StoreBase):
 
         async def op(conn: Conn) -> bool:
             cur = await conn.execute(
-                "INSERT OR IGNORE INTO inbound_events(platform, event_id, recorded_at)"
-                " VALUES (?, ?, ?)",
+                "INSERT INTO inbound_events(platform, event_id, recorded_at)"
+                " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 (platform, str(event_id), self._clock()),
             )
             return cur.rowcount == 1
@@ -103,11 +102,12 @@ class LedgersMixin(StoreBase):
             cur = await conn.execute(
                 "INSERT INTO outbox(session_id, platform, chat_id, thread_id, reply_to, text,"
                 " created_at, updated_at, chat_type, preview_message_id, attachments)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (session_id, platform, str(chat_id), thread_id, reply_to, scrub(text), now, now,
                  chat_type, preview_message_id, files),
             )
-            return int(cur.lastrowid or 0)
+            row = await cur.fetchone()
+            return int(row[0]) if row is not None else 0
 
         return await self._write(op)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from storage.base import Clock
+from storage.base import Clock, SqliteBase
 from storage.compaction import CompactionMixin
 from storage.db import ReaderPool, Writer, prepare_database
 from storage.inbox import InboxMixin
@@ -41,6 +41,7 @@ class StateStore(
     InboxMixin,
     PairingMixin,
     OpsMixin,
+    SqliteBase,
 ):
     """Async repository over one SQLite file.
 

@@ -9,7 +9,8 @@ import pytest
 from _storage_testlib import turn
 
 from storage import SessionNotFoundError, StateStore
-from storage.syncconn import Conn, SuspendedOperationError
+from storage.sqlconn import Conn
+from storage.syncconn import SuspendedOperationError
 
 
 async def _rotated(store: StateStore) -> tuple[str, str]:
