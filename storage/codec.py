@@ -60,9 +60,12 @@ def new_session_id(now: float | None = None) -> str:
 
 
 def scrub(text: str | None) -> str | None:
-    """Make text storable: lone surrogates become U+FFFD. Must not raise."""
+    """Make text storable on every backend: lone surrogates and NUL (which PostgreSQL text
+    cannot hold) become U+FFFD. Must not raise."""
     if text is None:
         return None
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
     try:
         text.encode("utf-8")
         return text

@@ -1,6 +1,8 @@
-"""Numbered, forward-only schema migrations.
+"""Numbered, forward-only schema migrations, one list of versions for both backends.
 
-`MIGRATIONS[i]` is the SQL that takes the schema from version i to i + 1. The applied version
+Each version is a module `mNNNN_name` with `SQL` (SQLite) and `POSTGRES` (the same change
+on PostgreSQL; `storage.postgres.schema` applies it). `MIGRATIONS[i]` is the SQLite SQL that
+takes the schema from version i to i + 1. The applied version
 lives in `schema_version`; `migrate()` runs inside one `BEGIN IMMEDIATE` transaction, so two
 processes opening a fresh file at once apply each migration exactly once, and running it again
 is a no-op.
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from dataclasses import dataclass
+from types import ModuleType
 
 from storage.migrations import (
     m0001_initial,
@@ -19,15 +23,35 @@ from storage.migrations import (
     m0005_session_scope,
 )
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate_sync", "split_statements"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "STEPS", "Step", "migrate_sync", "split_statements"]
 
-MIGRATIONS: tuple[str, ...] = (
-    m0001_initial.SQL,
-    m0002_outbox_delivery.SQL,
-    m0003_guard_columns.SQL,
-    m0004_held_events.SQL,
-    m0005_session_scope.SQL,
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One schema version: its SQLite script and its PostgreSQL script."""
+
+    version: int
+    name: str
+    sqlite: str
+    postgres: str
+
+
+def _steps(*modules: ModuleType) -> tuple[Step, ...]:
+    return tuple(
+        Step(n, m.__name__.rsplit(".", 1)[-1], m.SQL, m.POSTGRES)
+        for n, m in enumerate(modules, start=1)
+    )
+
+
+#: Every version, in order; each module holds `SQL` (SQLite) and `POSTGRES`.
+STEPS: tuple[Step, ...] = _steps(
+    m0001_initial,
+    m0002_outbox_delivery,
+    m0003_guard_columns,
+    m0004_held_events,
+    m0005_session_scope,
 )
+MIGRATIONS: tuple[str, ...] = tuple(step.sqlite for step in STEPS)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -12,3 +12,10 @@ ALTER TABLE inbound_events ADD COLUMN held TEXT;
 ALTER TABLE inbound_events ADD COLUMN held_seq INTEGER;
 CREATE INDEX idx_inbound_held ON inbound_events(held_seq) WHERE held IS NOT NULL;
 """
+
+POSTGRES = """
+ALTER TABLE inbound_events ADD COLUMN session_key TEXT;
+ALTER TABLE inbound_events ADD COLUMN held TEXT;
+ALTER TABLE inbound_events ADD COLUMN held_seq BIGINT;
+CREATE INDEX idx_inbound_held ON inbound_events(held_seq) WHERE held IS NOT NULL;
+"""
