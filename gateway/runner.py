@@ -55,7 +55,7 @@ from gateway.wiring import GatewayParts, GatewayStore, wire
 from hermes_common.waits import cancel_and_wait
 
 if TYPE_CHECKING:
-    from storage import StateStore
+    from storage.opening import AnyStore
 
 __all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle"]
 
@@ -270,10 +270,10 @@ class GatewayRunner:
                     raise ConfigurationError(str(exc)) from exc
                 stack.callback(_release, f"token:{name}", token_lock)
 
-    async def _open_storage(self, stack: AsyncExitStack) -> StateStore:
-        from storage import StateStore
+    async def _open_storage(self, stack: AsyncExitStack) -> AnyStore:
+        from gateway.storage_backend import open_configured_store
 
-        store = await StateStore.open(self.paths.state_db)
+        store = await open_configured_store(self.config, self.paths.state_db)
         stack.push_async_callback(_quietly, "storage", store.close)
         store.on_writer_failure(self._storage_failed)
         return store

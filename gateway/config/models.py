@@ -35,6 +35,7 @@ __all__ = [
     "PlatformsConfig",
     "ProviderConfig",
     "SessionResetConfig",
+    "StorageConfig",
     "StreamingConfig",
     "WorkspaceConfig",
     "reveal",
@@ -218,6 +219,18 @@ class WorkspaceConfig(ConfigModel):
     all users share the one workspace."""
 
 
+class StorageConfig(ConfigModel):
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    """`sqlite`: the profile's `state.db` (one host). `postgres`: the database at `dsn`
+    (see docs/scale-out.md)."""
+    dsn: OptSecret = None
+    """PostgreSQL connection URI (`postgresql://user:password@host:5432/dbname`); required
+    with `backend: postgres`. Treated as a secret: never logged or shown."""
+
+    def dsn_value(self) -> str | None:
+        return reveal(self.dsn)
+
+
 def _default_providers() -> dict[str, ProviderConfig]:
     return {"main": ProviderConfig()}
 
@@ -241,6 +254,7 @@ class HermesConfig(ConfigModel):
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     security: SecurityConfig = Field(default_factory=SecurityConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
 
     def provider(self, name: str | None = None) -> ProviderConfig:
         """Provider `name` (default: `model.provider`). Raises KeyError if undefined."""
@@ -255,6 +269,9 @@ class HermesConfig(ConfigModel):
     def secret_values(self) -> list[str]:
         """Every configured secret value (registered for log redaction by the loader)."""
         out = [k for p in self.providers.values() for k in p.keys()]
+        dsn = self.storage.dsn_value()
+        if dsn:
+            out.append(dsn)
         return out + self.platforms.secret_values()
 
     def problems(self) -> list[Problem]:
@@ -282,5 +299,7 @@ class HermesConfig(ConfigModel):
             out.append(Problem("gateway.health.token", f"required when gateway.health.host "
                                f"({health.host}) is not a loopback address: anyone who can reach "
                                "the port would read /status and /metrics"))
+        if self.storage.backend == "postgres" and not self.storage.dsn_value():
+            out.append(Problem("storage.dsn", "required when storage.backend is postgres"))
         out += self.platforms.problems("platforms")
         return out
