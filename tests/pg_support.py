@@ -12,6 +12,8 @@ import asyncio
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,3 +87,36 @@ async def reset(dsn: str) -> None:
         await reset_data(conn)
     finally:
         await conn.close()
+
+
+Target = tuple[str, str]  # (backend, state.db path or DSN)
+
+
+@pytest.fixture(params=BACKENDS)
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    """Where the test's store lives: a fresh `state.db`, or the module's PostgreSQL database
+    emptied. A test marked `sqlite_only` is skipped on PostgreSQL."""
+    if request.param == "sqlite":
+        return ("sqlite", str(tmp_path / "state.db"))
+    if request.node.get_closest_marker("sqlite_only") is not None:
+        pytest.skip("checks the SQLite backend only")
+    dsn: str = request.getfixturevalue("pg_dsn")
+    asyncio.run(reset(dsn))
+    return ("postgres", dsn)
+
+
+async def open_store(target: Target, clock: Any = None) -> Any:
+    """Open the backend's store on `target` (another handle on the same data each call)."""
+    from storage.opening import open_store as open_backend
+
+    kwargs: dict[str, Any] = {} if clock is None else {"clock": clock}
+    if target[0] == "sqlite":
+        return await open_backend("sqlite", path=Path(target[1]), **kwargs)
+    return await open_backend("postgres", dsn=target[1], **kwargs)
+
+
+def storage_config(target: Target) -> dict[str, Any]:
+    """The `storage:` block of a config.yaml for `target` (a profile's CLI or gateway)."""
+    if target[0] == "sqlite":
+        return {"backend": "sqlite"}
+    return {"backend": "postgres", "dsn": target[1]}

@@ -7,44 +7,25 @@ A test marked `sqlite_only` checks something only the SQLite backend has (its fi
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from _storage_testlib import FakeClock
 
 from storage import StateStore
-from tests.pg_support import BACKENDS, pg_dsn, reset  # noqa: F401 - pg_dsn is a fixture
+from tests import pg_support
+from tests.pg_support import Target, open_store
 
-Target = tuple[str, str]  # (backend, path or DSN)
+# the shared fixtures: the module's PostgreSQL database and the parametrised target
+pg_dsn = pg_support.pg_dsn
+store_target = pg_support.store_target
 
 
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
-
-
-@pytest.fixture(params=BACKENDS)
-def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
-    if request.param == "sqlite":
-        return ("sqlite", str(tmp_path / "state.db"))
-    if request.node.get_closest_marker("sqlite_only") is not None:
-        pytest.skip("checks the SQLite backend only")
-    dsn: str = request.getfixturevalue("pg_dsn")
-    asyncio.run(reset(dsn))
-    return ("postgres", dsn)
-
-
-async def open_store(target: Target, clock: FakeClock | None = None) -> Any:
-    kwargs: dict[str, Any] = {} if clock is None else {"clock": clock}
-    if target[0] == "sqlite":
-        return await StateStore.open(target[1], **kwargs)
-    from storage.postgres import PostgresStore
-
-    return await PostgresStore.open(target[1], **kwargs)
 
 
 @pytest.fixture
