@@ -23,6 +23,11 @@ app = typer.Typer(help="Move the state store between backends.", no_args_is_help
 EXIT_MISMATCH = 1
 
 
+@app.callback()
+def _group() -> None:
+    """Move the state store between backends."""
+
+
 @app.command("migrate")
 def migrate(
     to: Annotated[Literal["postgres", "sqlite"],
