@@ -10,6 +10,11 @@ a query matching `PROBE` rows or more returns its newest matches; otherwise the 
 Substrings and CJK: `ILIKE` over non-tool rows, served by the trigram index for terms of 3+
 characters; shorter CJK terms scan a bounded window of the newest rows. Snippets and the
 neighbouring previews come from `storage.search`, shared with SQLite.
+
+The planner does not know that testing a row means reading its (TOASTed) vector or content,
+so it likes sequential or backward primary-key scans that touch every row for a rare term.
+Each search therefore runs in its own read transaction with `enable_seqscan = off` and
+orders by `id + 0`: the GIN indexes find the matches, then the newest are kept.
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ async def _ranked_words(conn: Conn, pq: ParsedQuery, filters: tuple[str, list[An
     query = tsquery_sql(pq, params)
     probe = await conn.execute_fetchall(
         f"SELECT m.id FROM messages m WHERE m.search_words @@ {query} AND {_VISIBLE}{where}"
-        f" ORDER BY m.id DESC LIMIT {PROBE}",
+        f" ORDER BY m.id + 0 DESC LIMIT {PROBE}",
         (*params, *fparams),
     )
     if not probe:
@@ -123,7 +128,7 @@ async def _substrings(conn: Conn, pq: ParsedQuery, filters: tuple[str, list[Any]
         bound_params = [scope.key, LIKE_SCAN_ROWS]
     rows = await conn.execute_fetchall(
         f"SELECT m.id FROM messages m WHERE m.role <> 'tool' AND {_VISIBLE}{bound}"
-        f" AND {cond}{where} ORDER BY m.id DESC LIMIT ?",
+        f" AND {cond}{where} ORDER BY m.id + 0 DESC LIMIT ?",
         (*bound_params, *params, *fparams, limit),
     )
     return [(int(r[0]), 0.0) for r in rows]
@@ -151,20 +156,30 @@ class PgSearchMixin(StoreBase):
         filters = _filters(source, session_id, roles, scope)
 
         async def fn(conn: Conn) -> list[SearchHit]:
-            found: list[tuple[int, float, bool]] = []
-            if not pq.cjk:
-                found = [(i, r, False) for i, r in
-                         await _ranked_words(conn, pq, filters, limit)]
-            if not found and (pq.trigram_ok or pq.cjk):
-                subs = await _substrings(conn, pq, filters, limit, scope,
-                                         window=not pq.trigram_ok)
-                found = [(i, r, True) for i, r in subs]
-            if not found:
-                return []
-            return await _context(conn, found, pq)
+            await conn.execute("BEGIN")
+            try:
+                await conn.execute("SET LOCAL enable_seqscan = off")
+                return await _find(conn, pq, filters, limit, scope)
+            finally:
+                await conn.execute("COMMIT")
 
         try:
             return await self._read(fn)
         except (asyncpg.PostgresError, asyncpg.InterfaceError, ValueError, OverflowError,
                 UnicodeError):
             return []
+
+
+async def _find(conn: Conn, pq: ParsedQuery, filters: tuple[str, list[Any]], limit: int,
+                scope: SessionScope | None) -> list[SearchHit]:
+    found: list[tuple[int, float, bool]] = []
+    if not pq.cjk:
+        found = [(i, r, False) for i, r in
+                 await _ranked_words(conn, pq, filters, limit)]
+    if not found and (pq.trigram_ok or pq.cjk):
+        subs = await _substrings(conn, pq, filters, limit, scope,
+                                 window=not pq.trigram_ok)
+        found = [(i, r, True) for i, r in subs]
+    if not found:
+        return []
+    return await _context(conn, found, pq)
