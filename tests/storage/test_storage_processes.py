@@ -42,6 +42,40 @@ RACER = textwrap.dedent(
     """
 )
 
+APPENDER = textwrap.dedent(
+    """
+    import asyncio, json, sys, time
+    from tests.pg_support import open_store
+
+    async def main(backend, where, name, seconds):
+        store = await open_store((backend, where))
+        acked, errors = 0, []
+        try:
+            sessions = [(await store.create_session(source=name)).id for _ in range(4)]
+
+            async def pump(sid):
+                nonlocal acked
+                end, i = time.monotonic() + seconds, 0
+                while time.monotonic() < end:
+                    try:
+                        ids = await store.append_messages(sid, [
+                            {"role": "user", "content": f"{name} question {i}"},
+                            {"role": "assistant", "content": f"{name} answer {i}"}])
+                        acked += len(ids)
+                        await store.record_if_new(name, f"{sid}:{i}")
+                    except Exception as exc:
+                        errors.append(repr(exc))
+                    i += 1
+
+            await asyncio.gather(*(pump(s) for s in sessions))
+        finally:
+            await store.close()
+        print(json.dumps({"acked": acked, "errors": errors[:5]}))
+
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])))
+    """
+)
+
 HOLDER = textwrap.dedent(
     """
     import asyncio, sqlite3, sys, time
@@ -103,6 +137,27 @@ async def test_two_processes_racing_for_leases_get_one_winner_each(
         lease = await store.current_lease(sid)
         holder = "proc0" if sid in outs[0] else "proc1"
         assert lease is not None and lease.holder == holder and lease.token == 1
+
+
+async def test_two_processes_appending_lose_nothing(
+        store: StateStore, store_target: Target) -> None:
+    procs = [await _python(APPENDER, store_target[0], store_target[1], f"proc{i}", "3")
+             for i in range(2)]
+    results = []
+    for p in procs:
+        out, err = await asyncio.wait_for(p.communicate(), 90)
+        assert p.returncode == 0, err.decode()
+        results.append(json.loads(out.decode().strip().splitlines()[-1]))
+    assert all(r["errors"] == [] and r["acked"] > 0 for r in results), results
+    for i, r in enumerate(results):
+        sessions = await store.list_sessions(source=f"proc{i}")
+        stored = [m for s in sessions for m in await store.load_all(s.id)]
+        assert len(stored) == r["acked"]
+        for s in sessions:  # in order within each session
+            texts = [m["content"] for m in await store.load_history(s.id)]
+            n = [int(t.rsplit(" ", 1)[1]) for t in texts]
+            assert n == sorted(n) and texts[:2] == [f"proc{i} question 0", f"proc{i} answer 0"]
+    assert len(await store.search("question", limit=200)) == 200
 
 
 async def test_kill_9_while_holding_a_transaction_loses_only_that_transaction(
