@@ -26,7 +26,7 @@ from storage.db import MAX_BATCH, MergedOp, Op
 from storage.errors import StorageBusyError, StoreClosedError
 from storage.postgres.conn import PgConn
 
-__all__ = ["PgWriter", "PgReaders", "connect", "RETRY_BUDGET_S"]
+__all__ = ["PgWriter", "PgReaders", "connect", "connection_lost", "RETRY_BUDGET_S"]
 
 RETRY_BUDGET_S = 30.0
 _RETRY_STATES = frozenset({"40001", "40P01"})  # serialization failure, deadlock
@@ -38,7 +38,8 @@ def _transient(exc: BaseException) -> bool:
     return getattr(exc, "sqlstate", None) in _RETRY_STATES
 
 
-def _connection_lost(exc: BaseException) -> bool:
+def connection_lost(exc: BaseException) -> bool:
+    """The connection broke (server restart, terminated backend, network)."""
     return isinstance(
         exc, asyncpg.PostgresConnectionError | asyncpg.InterfaceError | OSError
     ) or str(getattr(exc, "sqlstate", "") or "").startswith("08")
@@ -206,7 +207,7 @@ class PgWriter:
                         try:
                             results.append((True, await item.op(conn)))
                         except Exception as exc:  # noqa: BLE001 - the caller's error
-                            if _transient(exc) or _connection_lost(exc):
+                            if _transient(exc) or connection_lost(exc):
                                 raise
                             await raw.execute("ROLLBACK")
                             return [(False, exc)]
@@ -231,7 +232,7 @@ class PgWriter:
                 i = j
         except BaseException as exc:
             await self._abandon(raw)
-            if _transient(exc) or _connection_lost(exc):
+            if _transient(exc) or connection_lost(exc):
                 raise _Retry from exc
             raise
         try:
@@ -240,7 +241,7 @@ class PgWriter:
             await self._abandon(raw)
             if _transient(exc):
                 raise _Retry from exc
-            if _connection_lost(exc):
+            if connection_lost(exc):
                 raise StorageBusyError("database connection lost while committing; "
                                        "the write may not have been stored") from exc
             raise
@@ -267,7 +268,7 @@ async def _guarded(raw: asyncpg.Connection, coro: Any) -> tuple[bool, Any]:
     try:
         value = await coro
     except Exception as exc:  # noqa: BLE001 - handed to the caller's future
-        if _transient(exc) or _connection_lost(exc):
+        if _transient(exc) or connection_lost(exc):
             raise
         await raw.execute("ROLLBACK TO SAVEPOINT op")
         await raw.execute("RELEASE SAVEPOINT op")

@@ -9,11 +9,13 @@ row (`SELECT … FOR UPDATE`), and a lease is taken by one atomic upsert.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from hermes_common.backoff import Backoff
 from storage.base import Clock, StoreBase
 from storage.compaction import CompactionMixin
 from storage.inbox import InboxMixin
@@ -24,7 +26,7 @@ from storage.live import LiveMixin
 from storage.messages import APPEND_KEY, MessagesMixin, append_merged
 from storage.ops import OpsMixin
 from storage.pairing import PairingMixin
-from storage.postgres.db import PgReaders, PgWriter, connect
+from storage.postgres.db import PgReaders, PgWriter, connect, connection_lost
 from storage.postgres.schema import migrate
 from storage.postgres.search import PgSearchMixin
 from storage.sessions import SessionsMixin
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore", "prepare_postgres"]
 
 T = TypeVar("T")
+READ_ATTEMPTS = 4
+_READ_PACING = Backoff(base_s=0.05, cap_s=0.5, jitter=0.5)
 
 
 async def prepare_postgres(dsn: str) -> int:
@@ -59,8 +63,17 @@ class _PgBase(StoreBase):
         return await self._writer.submit_merged(key, payload)
 
     async def _read(self, fn: Callable[[Conn], Coroutine[Any, Any, T]]) -> T:
-        async with self._readers.conn() as conn:
-            return await fn(conn)
+        """Run `fn` on a pooled connection; a connection the server dropped (a restart, a
+        terminated backend) is replaced and `fn` run again, a few times at most."""
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                async with self._readers.conn() as conn:
+                    return await fn(conn)
+            except Exception as exc:
+                if not connection_lost(exc) or attempt == READ_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(_READ_PACING.delay(attempt + 1))
+        raise AssertionError("unreachable")
 
 
 class PostgresStore(
