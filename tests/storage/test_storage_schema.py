@@ -8,6 +8,8 @@ import sqlite3
 import stat
 from pathlib import Path
 
+import pytest
+
 from storage import SCHEMA_VERSION, StateStore
 from storage.db import prepare_database
 
@@ -67,6 +69,7 @@ async def test_existing_world_readable_db_is_tightened(tmp_path: Path) -> None:
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
 
 
+@pytest.mark.sqlite_only
 async def test_pragmas_on_connections(store: StateStore) -> None:
     def check() -> tuple[str, int]:
         with sqlite3.connect(store.path) as conn:
