@@ -53,6 +53,7 @@ from gateway.turns import TurnService
 from gateway.watchdog import LoopWatchdog
 from gateway.wiring import GatewayParts, GatewayStore, wire
 from hermes_common.waits import cancel_and_wait
+from storage.errors import StoreUnavailableError
 
 if TYPE_CHECKING:
     from storage.opening import AnyStore
@@ -194,6 +195,9 @@ class GatewayRunner:
             except ConfigurationError as exc:
                 log.error("configuration_error", error=str(exc))
                 return EXIT_CONFIG
+            except StoreUnavailableError as exc:  # a restart may find the database back
+                log.error("storage_unavailable", error=str(exc), exit_code=EXIT_STORAGE)
+                return EXIT_STORAGE
             settle_heap()
             await self._stop.wait()
             self.notifier.stopping("draining")

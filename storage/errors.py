@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "StoreUnavailableError",
     "is_missing_parent",
     "StorageError",
     "StorageBusyError",
@@ -29,6 +30,11 @@ class StorageError(Exception):
 
 class StorageBusyError(StorageError):
     """Another process held the database's write lock for longer than the retry budget."""
+
+
+class StoreUnavailableError(StorageError):
+    """The database server cannot be reached (PostgreSQL down, refused, wrong address).
+    Its message names the target without a password."""
 
 
 class StoreClosedError(StorageError):

@@ -15,9 +15,12 @@ from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import asyncpg
+
 from hermes_common.backoff import Backoff
 from storage.base import Clock, StoreBase
 from storage.compaction import CompactionMixin
+from storage.errors import StoreUnavailableError
 from storage.inbox import InboxMixin
 from storage.leases import LeasesMixin
 from storage.ledgers import LedgersMixin
@@ -105,7 +108,18 @@ class PostgresStore(
     @classmethod
     async def open(cls, dsn: str, *, clock: Clock = time.time,
                    readers: int = 2) -> PostgresStore:
-        await prepare_postgres(dsn)
+        """Migrate and connect. Raises `StoreUnavailableError` when the server cannot be
+        reached or refuses the connection."""
+        try:
+            await prepare_postgres(dsn)
+        except (OSError, asyncpg.PostgresConnectionError,
+                asyncpg.InvalidAuthorizationSpecificationError,
+                asyncpg.InvalidCatalogNameError) as exc:
+            from storage.opening import describe_target
+
+            where = describe_target("postgres", path=None, dsn=dsn)
+            raise StoreUnavailableError(
+                f"cannot reach PostgreSQL at {where}: {type(exc).__name__}") from None
         writer = await PgWriter.start(dsn)
         writer.register_merger(APPEND_KEY, append_merged)
         try:

@@ -6,8 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from adapters.fake import FakeAdapter
+from gateway.paths import ProfilePaths, ensure_profile_dirs
+from gateway.process import EXIT_STORAGE
+from gateway.runner import GatewayRunner
 from storage.postgres import PostgresStore
 from tests.fakes.openai_server import FakeOpenAIServer, call, text, tool_calls
+from tests.integration.harness import make_config
 from tests.multiuser.support import tool_payload
 from tests.pg_support import reset
 from tests.scale_out.support import api_gateway
@@ -47,3 +54,15 @@ async def test_a_turn_a_compress_and_a_search_on_postgres(
         assert now[-1] == "what did I ask before?"
         hits = await store.search("zebras standing")
         assert {h.session_id for h in hits} >= {parent.id}
+
+
+async def test_an_unreachable_database_is_a_clean_exit_for_a_restart(
+        tmp_path: Path, model: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]) -> None:
+    config = make_config(model, storage__backend="postgres",
+                         storage__dsn="postgresql://hermes:pw-not-logged@127.0.0.1:9/hermes")
+    runner = GatewayRunner(config, ensure_profile_dirs(ProfilePaths(tmp_path)),
+                           adapters={"fake": FakeAdapter("fake")}, take_locks=False)
+    assert await runner.run() == EXIT_STORAGE  # 74: the service manager tries again later
+    logged = capsys.readouterr()
+    assert "storage_unavailable" in logged.out + logged.err
+    assert "pw-not-logged" not in logged.out + logged.err
