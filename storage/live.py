@@ -66,7 +66,10 @@ class LiveMixin(StoreBase):
         together. Raises `SessionNotFoundError`."""
 
         async def fn(conn: Conn) -> tuple[Session, list[dict[str, Any]]]:
-            await conn.execute("BEGIN")  # one snapshot for the three statements
+            # one snapshot for the three statements (PostgreSQL's default isolation takes a
+            # new snapshot per statement)
+            await conn.execute("BEGIN" if conn.dialect == "sqlite"
+                               else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
                 session = await fetch_session(conn, await _tip_on(conn, session_id))
                 return session, await history_on(conn, session.id)
