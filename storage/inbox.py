@@ -29,10 +29,12 @@ class InboxMixin(StoreBase):
         line. Holding it again keeps its place and replaces the payload."""
 
         async def op(conn: Conn) -> None:
+            place = ("nextval('inbound_held_seq')" if conn.dialect == "postgres" else
+                     "(SELECT COALESCE(MAX(held_seq), 0) + 1 FROM inbound_events"
+                     " WHERE held IS NOT NULL)")
             await conn.execute(
                 "INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
-                " held, held_seq) VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(held_seq), 0) + 1"
-                " FROM inbound_events WHERE held IS NOT NULL))"
+                f" held, held_seq) VALUES (?, ?, ?, ?, ?, {place})"
                 " ON CONFLICT(platform, event_id) DO UPDATE SET session_key = excluded.session_key,"
                 " held = excluded.held, held_seq = COALESCE(inbound_events.held_seq,"
                 " excluded.held_seq)",

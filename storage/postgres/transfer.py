@@ -264,6 +264,8 @@ async def transfer(direction: Direction, *, sqlite_path: Path, dsn: str, resume:
                 await pg.pg.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', '{col}'),"
                     f" GREATEST((SELECT MAX({col}) FROM {table}), 1))")
+            await pg.pg.execute("SELECT setval('inbound_held_seq', GREATEST("
+                                "(SELECT MAX(held_seq) FROM inbound_events), 1))")
         bad = []
         for report in reports:
             dst_names = {c for c, _ in dst.columns[report.table]}

@@ -66,6 +66,7 @@ async def test_round_trip_of_a_real_gateway_state_db(
         await gw.ask("/title Round trip", user="chat1")
         await gw.runner.store.record_if_new("telegram", "42")
         await gw.runner.store.set_cursor("poll", 17)
+        await gw.runner.store.inbound_hold("telegram", "43", "tg:dm:1", '{"text": "held"}')
     original = profile / "state.db"
     before = _dump(original)
     assert len(before["messages"]) > 20 and len(before["sessions"]) == 3
@@ -84,6 +85,7 @@ async def test_round_trip_of_a_real_gateway_state_db(
         assert await store.search("detail") != []
         assert await store.record_if_new("telegram", "42") is False
         assert await store.get_cursor("poll") == "17"
+        assert [h.payload for h in await store.inbound_held()] == ['{"text": "held"}']
 
     back = profile / "back.db"
     code, out, err = await asyncio.to_thread(
@@ -99,6 +101,8 @@ async def test_round_trip_of_a_real_gateway_state_db(
     async with await PostgresStore.open(pg_dsn) as store:  # new rows get new ids
         ids = await store.append_messages(child.id, [{"role": "user", "content": "after"}])
         assert ids[0] > max(r[0] for r in before["messages"])
+        await store.inbound_hold("telegram", "44", "tg:dm:1", '{"text": "later"}')
+        assert [h.event_id for h in await store.inbound_held()] == ["43", "44"]
 
 
 async def test_an_interrupted_copy_resumes_and_a_wrong_copy_is_refused(
