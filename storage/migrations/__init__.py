@@ -33,12 +33,12 @@ class Step:
     version: int
     name: str
     sqlite: str
-    postgres: str
+    postgres: str | None  # None: not written yet; PostgreSQL refuses to migrate past it
 
 
 def _steps(*modules: ModuleType) -> tuple[Step, ...]:
     return tuple(
-        Step(n, m.__name__.rsplit(".", 1)[-1], m.SQL, m.POSTGRES)
+        Step(n, m.__name__.rsplit(".", 1)[-1], m.SQL, getattr(m, "POSTGRES", None))
         for n, m in enumerate(modules, start=1)
     )
 

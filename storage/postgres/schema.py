@@ -48,6 +48,9 @@ async def migrate(conn: asyncpg.Connection) -> int:
                 f"database schema version {found} is newer than this program ({SCHEMA_VERSION})"
             )
         for step in STEPS[found:]:
+            if step.postgres is None:
+                raise RuntimeError(f"schema version {step.version} ({step.name}) has no "
+                                   "PostgreSQL step yet")
             await conn.execute(step.postgres)
             await conn.execute(
                 "INSERT INTO schema_version(version, applied_at) VALUES ($1, $2)",
