@@ -1,6 +1,12 @@
-"""Storage benchmark: append throughput vs a bare sqlite3 floor, DB size, search latency.
+"""Storage benchmark: append throughput vs a bare floor, DB size, search latency.
 
     .venv/bin/python benchmarks/bench_storage.py [--quick] [--messages N] [--keep DIR]
+        [--backend sqlite|postgres] [--dsn ADMIN_URI]
+
+`--backend postgres` runs the SQLite figures AND the PostgreSQL figures in the same run and
+prints them side by side. PostgreSQL gets two throw-away databases on the server of `--dsn`
+(default: the local server, trust authentication): one for the store, one for its floor
+(the same rows into the same schema with one bare asyncpg `executemany` in one transaction).
 
 Workload: realistic turns over 1,000 sessions (user ~200 chars, assistant with tool calls
 ~800, 1-2 tool results of 2-20 KB, final assistant ~800; about 4 KB per message), appended
@@ -30,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from storage import StateStore  # noqa: E402
 from storage.codec import MESSAGE_COLUMNS, message_to_row  # noqa: E402
 from storage.db import prepare_database  # noqa: E402
+from storage.opening import AnyStore  # noqa: E402
 
 SESSIONS = 1_000
 CONCURRENCY = 100
@@ -150,8 +157,12 @@ def db_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
-async def run_store(path: Path, sessions: list[list[list[dict[str, Any]]]], total: int) -> dict:
-    store = await StateStore.open(path)
+Opener = Any  # () -> Awaitable[store]: StateStore.open(path) or PostgresStore.open(dsn)
+
+
+async def run_store(opener: Opener, sessions: list[list[list[dict[str, Any]]]],
+                    total: int) -> dict:
+    store = await opener()
     ids = [(await store.create_session(source="bench", session_key=f"k{i}")).id
            for i in range(len(sessions))]
     done = 0
@@ -238,8 +249,8 @@ def make_queries(corpus: Corpus, rng: random.Random, n: int = 200) -> list[tuple
     return out
 
 
-async def run_search(path: Path, queries: list[tuple[str, str]]) -> dict[str, list[float]]:
-    store = await StateStore.open(path)
+async def run_search(opener: Opener, queries: list[tuple[str, str]]) -> dict[str, list[float]]:
+    store: AnyStore = await opener()
     times: dict[str, list[float]] = {}
     hits = 0
     for q, _ in queries[:10]:
@@ -261,17 +272,120 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
 
 
+def _floor_rows(sessions: list[list[list[dict[str, Any]]]], now: float) -> list[tuple[Any, ...]]:
+    rows = []
+    depth = max(len(s) for s in sessions)
+    for t in range(depth):
+        for i, s in enumerate(sessions):
+            if t < len(s):
+                rows.extend(message_to_row(f"s{i}", m, now) for m in s[t])
+    return rows
+
+
+async def run_pg_floor(dsn: str, sessions: list[list[list[dict[str, Any]]]]) -> dict:
+    import asyncpg
+
+    from storage.postgres import prepare_postgres
+
+    await prepare_postgres(dsn)
+    conn = await asyncpg.connect(dsn)
+    try:
+        now = time.time()
+        await conn.executemany("INSERT INTO sessions(id, source, started_at) VALUES"
+                               " ($1, 'bench', $2)", [(f"s{i}", now) for i in range(len(sessions))])
+        rows = _floor_rows(sessions, now)
+        marks = ", ".join(f"${i}" for i in range(1, 17))
+        t0 = time.perf_counter()
+        async with conn.transaction():
+            await conn.executemany(f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES ({marks})",
+                                   rows)
+        elapsed = time.perf_counter() - t0
+        size = int(await conn.fetchval("SELECT pg_database_size(current_database())"))
+    finally:
+        await conn.close()
+    return {"elapsed": elapsed, "rate": len(rows) / elapsed, "messages": len(rows), "size": size}
+
+
+async def _pg_admin(admin: str, sql: str) -> Any:
+    import asyncpg
+
+    conn = await asyncpg.connect(admin)
+    try:
+        return await conn.fetchval(sql)
+    finally:
+        await conn.close()
+
+
+def _pg_dsn(admin: str, name: str) -> str:
+    return f"{admin.rpartition('/')[0]}/{name}"
+
+
+def measure(label: str, opener: Opener, floor: dict, sessions: list[list[list[dict[str, Any]]]],
+            total: int, raw: int, queries: list[tuple[str, str]], size_of: Any) -> dict:
+    print(f"[{label}] floor (bare executemany, one txn): {floor['rate']:,.0f} msg/s "
+          f"({floor['elapsed']:.1f}s)")
+    ours = asyncio.run(run_store(opener, sessions, total))
+    print(f"[{label}] store.append_messages:            {ours['rate']:,.0f} msg/s "
+          f"({ours['elapsed']:.1f}s, {ours['batches']:,} transactions for "
+          f"{ours['ops']:,} write ops)")
+    ratio = ours["rate"] / floor["rate"]
+    print(f"[{label}] ratio to floor: {ratio:.2f}  (goal >= 0.50: {'met' if ratio >= 0.5 else 'missed'})")
+    if ours["slices"]:
+        sl = ", ".join(f"{r:,.0f}" for r in ours["slices"])
+        print(f"[{label}] rate per 10k slice (msg/s): {sl}")
+    size = size_of()
+    print(f"[{label}] DB size: {size / 1e6:.1f} MB = {size / raw:.2f}x text (goal <= 2.5x)")
+    times = asyncio.run(run_search(opener, queries))
+    hit_count = int(times.pop("_hits")[0])
+    for name in ("all", "common", "rare", "mixed", "substring", "chinese"):
+        v = times.get(name, [])
+        if v:
+            print(f"[{label}] search {name:<9} n={len(v):>3}  median "
+                  f"{statistics.median(v):6.2f} ms  p95 {pct(v, 0.95):6.2f} ms")
+    print(f"[{label}] queries with hits: {hit_count}/{len(queries)}  (goal p95 <= 20 ms)")
+    return {"floor": floor["rate"], "rate": ours["rate"], "ratio": ratio, "size": size / raw,
+            "hits": hit_count, "search": {k: (statistics.median(v), pct(v, 0.95))
+                                          for k, v in times.items() if v}}
+
+
+def side_by_side(results: dict[str, dict]) -> None:
+    names = list(results)
+    print("\nside by side (same run, same workload):")
+    print(f"  {'figure':<28}" + "".join(f"{n:>16}" for n in names))
+
+    def row(label: str, fmt: Any) -> None:
+        print(f"  {label:<28}" + "".join(f"{fmt(results[n]):>16}" for n in names))
+
+    row("floor msg/s", lambda r: f"{r['floor']:,.0f}")
+    row("store append msg/s", lambda r: f"{r['rate']:,.0f}")
+    row("ratio to own floor", lambda r: f"{r['ratio']:.2f}")
+    row("DB size / text", lambda r: f"{r['size']:.2f}x")
+    for k in ("all", "common", "rare", "mixed", "substring", "chinese"):
+        row(f"search {k} median/p95 ms",
+            lambda r, k=k: "{:.1f}/{:.1f}".format(*r["search"].get(k, (0.0, 0.0))))
+    row("queries with hits", lambda r: str(r["hits"]))
+    if len(names) == 2:
+        a, b = (results[n] for n in names)
+        print(f"  {names[1]} / {names[0]} append rate: {b['rate'] / a['rate']:.2f}; "
+              f"search p95 (all): {b['search']['all'][1] / a['search']['all'][1]:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="5,000 messages")
     ap.add_argument("--messages", type=int, default=None)
-    ap.add_argument("--keep", type=Path, default=None, help="keep the databases in this dir")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the SQLite files in this dir")
+    ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
+                    help="postgres: SQLite and PostgreSQL side by side in one run")
+    ap.add_argument("--dsn", default="postgresql://postgres@127.0.0.1:5432/postgres",
+                    help="PostgreSQL server (admin URI) for --backend postgres")
     args = ap.parse_args()
     total = args.messages or (5_000 if args.quick else 100_000)
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_storage_"))
     work = args.keep or tmp
     work.mkdir(parents=True, exist_ok=True)
+    made: list[str] = []
     try:
         t = time.perf_counter()
         corpus, sessions = make_workload(total)
@@ -280,34 +394,43 @@ def main() -> None:
         print(f"workload: {n_msgs:,} messages in {SESSIONS:,} sessions, "
               f"{raw / 1e6:.1f} MB text ({raw / n_msgs / 1000:.1f} KB/msg), "
               f"generated in {time.perf_counter() - t:.1f}s")
+        queries = make_queries(corpus, random.Random(11))
+        results: dict[str, dict] = {}
 
         floor = run_floor(work / "floor.db", sessions)
-        print(f"floor (sqlite3.executemany, one txn): {floor['rate']:,.0f} msg/s "
-              f"({floor['elapsed']:.1f}s)")
+        state = work / "state.db"
 
-        ours = asyncio.run(run_store(work / "state.db", sessions, total))
-        print(f"StateStore.append_messages:          {ours['rate']:,.0f} msg/s "
-              f"({ours['elapsed']:.1f}s, {ours['batches']:,} transactions for "
-              f"{ours['ops']:,} write ops)")
-        print(f"ratio to floor: {ours['rate'] / floor['rate']:.2f}  (goal >= 0.50)")
-        if ours["slices"]:
-            sl = ", ".join(f"{r:,.0f}" for r in ours["slices"])
-            print(f"rate per 10k slice (msg/s): {sl}")
-            print(f"last/first slice: {ours['slices'][-1] / ours['slices'][0]:.2f}")
-        size, fsize = db_size(work / "state.db"), db_size(work / "floor.db")
-        print(f"DB size: {size / 1e6:.1f} MB = {size / raw:.2f}x text (floor DB "
-              f"{fsize / 1e6:.1f} MB = {fsize / raw:.2f}x; goal <= 2.5x)")
+        async def open_sqlite() -> Any:
+            return await StateStore.open(state)
 
-        queries = make_queries(corpus, random.Random(11))
-        times = asyncio.run(run_search(work / "state.db", queries))
-        hit_count = int(times.pop("_hits")[0])
-        for label in ("all", "common", "rare", "mixed", "substring", "chinese"):
-            v = times.get(label, [])
-            if v:
-                print(f"search {label:<9} n={len(v):>3}  median {statistics.median(v):6.2f} ms"
-                      f"  p95 {pct(v, 0.95):6.2f} ms")
-        print(f"queries with hits: {hit_count}/{len(queries)}  (goal p95 <= 20 ms)")
+        results["sqlite"] = measure("sqlite", open_sqlite, floor, sessions, total, raw,
+                                    queries, lambda: db_size(state))
+        if args.backend == "postgres":
+            import uuid
+
+            from storage.postgres import PostgresStore
+
+            tag = uuid.uuid4().hex[:8]
+            store_db, floor_db = f"hermes_bench_{tag}", f"hermes_bench_floor_{tag}"
+            for name in (store_db, floor_db):
+                asyncio.run(_pg_admin(args.dsn, f'CREATE DATABASE "{name}"'))
+                made.append(name)
+            pg_floor = asyncio.run(run_pg_floor(_pg_dsn(args.dsn, floor_db), sessions))
+            dsn = _pg_dsn(args.dsn, store_db)
+
+            async def open_pg() -> Any:
+                return await PostgresStore.open(dsn)
+
+            def pg_size() -> int:
+                return int(asyncio.run(_pg_admin(
+                    dsn, "SELECT pg_database_size(current_database())")))
+
+            results["postgres"] = measure("postgres", open_pg, pg_floor, sessions, total, raw,
+                                          queries, pg_size)
+        side_by_side(results)
     finally:
+        for name in made:
+            asyncio.run(_pg_admin(args.dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -55,11 +55,12 @@ from gateway.watchdog import LoopWatchdog
 from gateway.web_tools import WebTools
 from gateway.wiring import GatewayParts, GatewayStore, wire
 from hermes_common.waits import cancel_and_wait
+from storage.errors import StoreUnavailableError
 
 if TYPE_CHECKING:
     from gateway.dashboard import DashboardServer
     from gateway.mcp import McpHub
-    from storage import StateStore
+    from storage.opening import AnyStore
 
 __all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle"]
 
@@ -201,6 +202,9 @@ class GatewayRunner:
             except ConfigurationError as exc:
                 log.error("configuration_error", error=str(exc))
                 return EXIT_CONFIG
+            except StoreUnavailableError as exc:  # a restart may find the database back
+                log.error("storage_unavailable", error=str(exc), exit_code=EXIT_STORAGE)
+                return EXIT_STORAGE
             settle_heap()
             await self._stop.wait()
             self.notifier.stopping("draining")
@@ -281,10 +285,10 @@ class GatewayRunner:
                     raise ConfigurationError(str(exc)) from exc
                 stack.callback(_release, f"token:{name}", token_lock)
 
-    async def _open_storage(self, stack: AsyncExitStack) -> StateStore:
-        from storage import StateStore
+    async def _open_storage(self, stack: AsyncExitStack) -> AnyStore:
+        from gateway.storage_backend import open_configured_store
 
-        store = await StateStore.open(self.paths.state_db)
+        store = await open_configured_store(self.config, self.paths.state_db)
         stack.push_async_callback(_quietly, "storage", store.close)
         store.on_writer_failure(self._storage_failed)
         return store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from storage.base import StoreBase
 from storage.codec import scrub
-from storage.syncconn import Conn
+from storage.sqlconn import Conn, Row
 from storage.types import ApprovalRecord, row_to
 
 __all__ = ["ApprovalsMixin"]
@@ -39,8 +39,16 @@ class ApprovalsMixin(StoreBase):
 
     async def list_approvals(self, *, session_id: str | None = None,
                              limit: int = 50) -> list[ApprovalRecord]:
-        rows = await self._fetchall(
-            "SELECT * FROM approvals WHERE (? IS NULL OR session_id = ?)"
-            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (session_id, session_id, max(1, limit)))
-        return [row_to(ApprovalRecord, r) for r in rows]
+        # Newest first; requests made in the same instant in the order they were made
+        # (SQLite's rowid; PostgreSQL has no insertion order, the id breaks the tie).
+        where = " WHERE session_id = ?" if session_id is not None else ""
+        params: tuple[object, ...] = ((session_id,) if session_id is not None else ()) + (
+            max(1, limit),)
+
+        async def fn(conn: Conn) -> list[Row]:
+            tie = "rowid DESC" if conn.dialect == "sqlite" else "id DESC"
+            return await conn.execute_fetchall(
+                f"SELECT * FROM approvals{where} ORDER BY created_at DESC, {tie} LIMIT ?",
+                params)
+
+        return [row_to(ApprovalRecord, r) for r in await self._read(fn)]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -61,9 +60,12 @@ def new_session_id(now: float | None = None) -> str:
 
 
 def scrub(text: str | None) -> str | None:
-    """Make text storable: lone surrogates become U+FFFD. Must not raise."""
+    """Make text storable on every backend: lone surrogates and NUL (which PostgreSQL text
+    cannot hold) become U+FFFD. Must not raise."""
     if text is None:
         return None
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
     try:
         text.encode("utf-8")
         return text
@@ -119,7 +121,7 @@ def _str(value: Any) -> str | None:
     return scrub(value if isinstance(value, str) else str(value))
 
 
-def row_to_message(row: sqlite3.Row, *, with_flags: bool = False) -> dict[str, Any]:
+def row_to_message(row: Any, *, with_flags: bool = False) -> dict[str, Any]:
     """The stored message as a dict (see module docstring); `_id` and `_ts` added."""
     content: Any = row["content"]
     if row["content_json"] and content is not None:

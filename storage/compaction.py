@@ -14,7 +14,7 @@ from storage.leases import check_fence
 from storage.lineage import copy_active_rows
 from storage.messages import insert_rows
 from storage.sessions import ROUTING_COLUMNS, insert_session
-from storage.syncconn import Conn
+from storage.sqlconn import Conn
 from storage.titles import next_lineage_title_on, scope_of
 from storage.types import Lease
 

@@ -29,7 +29,8 @@ import aiosqlite
 from hermes_common.backoff import Backoff
 from storage.errors import StorageBusyError, StoreClosedError
 from storage.migrations import migrate_sync
-from storage.syncconn import Conn, drive, run_in_thread
+from storage.sqlconn import Conn
+from storage.syncconn import SqliteConn, drive, run_in_thread
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -323,7 +324,7 @@ def _exec(raw: sqlite3.Connection, sql: str) -> None:
 
 def _attempt_sync(raw: sqlite3.Connection, batch: list[_Item],
                   mergers: dict[str, MergedOp]) -> list[tuple[bool, Any]]:
-    conn = Conn(raw)
+    conn = SqliteConn(raw)
     _exec(raw, "BEGIN IMMEDIATE")
     results: list[tuple[bool, Any]] = []
     i = 0

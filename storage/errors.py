@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "StoreUnavailableError",
+    "is_missing_parent",
     "StorageError",
     "StorageBusyError",
     "StoreClosedError",
@@ -28,6 +30,11 @@ class StorageError(Exception):
 
 class StorageBusyError(StorageError):
     """Another process held the database's write lock for longer than the retry budget."""
+
+
+class StoreUnavailableError(StorageError):
+    """The database server cannot be reached (PostgreSQL down, refused, wrong address).
+    Its message names the target without a password."""
 
 
 class StoreClosedError(StorageError):
@@ -66,3 +73,9 @@ class FenceRejected(StorageError):
     def __init__(self, outcome: FenceOutcome, detail: str = "") -> None:
         super().__init__(f"{outcome}: {detail}" if detail else outcome)
         self.outcome: FenceOutcome = outcome
+
+
+def is_missing_parent(exc: BaseException) -> bool:
+    """True for a foreign-key violation from either backend (a row whose session is gone):
+    SQLite's `IntegrityError` says "FOREIGN KEY", PostgreSQL's carries SQLSTATE 23503."""
+    return "FOREIGN KEY" in str(exc) or getattr(exc, "sqlstate", None) == "23503"

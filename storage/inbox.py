@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from storage.base import StoreBase
-from storage.syncconn import Conn
+from storage.sqlconn import Conn
 from storage.types import HeldEvent
 
 __all__ = ["InboxMixin", "release_on"]
@@ -33,15 +33,17 @@ class InboxMixin(StoreBase):
         session of that boot has it (exactly one path takes an event)."""
 
         async def op(conn: Conn) -> bool:
+            place = ("nextval('inbound_held_seq')" if conn.dialect == "postgres" else
+                     "(SELECT COALESCE(MAX(held_seq), 0) + 1 FROM inbound_events"
+                     " WHERE held IS NOT NULL)")
             cur = await conn.execute(
                 "INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
-                " held, held_seq, claimed_by) VALUES (?, ?, ?, ?, ?, (SELECT"
-                " COALESCE(MAX(held_seq), 0) + 1 FROM inbound_events WHERE held IS NOT NULL), ?)"
+                f" held, held_seq, claimed_by) VALUES (?, ?, ?, ?, ?, {place}, ?)"
                 " ON CONFLICT(platform, event_id) DO UPDATE SET session_key = excluded.session_key,"
                 " held = excluded.held, held_seq = COALESCE(inbound_events.held_seq,"
                 " excluded.held_seq), claimed_by = excluded.claimed_by"
                 " WHERE inbound_events.held IS NULL OR excluded.claimed_by IS NULL"
-                " OR inbound_events.claimed_by IS NOT excluded.claimed_by",
+                " OR inbound_events.claimed_by IS DISTINCT FROM excluded.claimed_by",
                 (platform, str(event_id), self._clock(), session_key, payload, claimed_by))
             return cur.rowcount == 1
 
@@ -81,7 +83,7 @@ class InboxMixin(StoreBase):
         async def op(conn: Conn) -> list[HeldEvent]:
             rows = sorted(await conn.execute_fetchall(
                 "UPDATE inbound_events SET claimed_by = ? WHERE held IS NOT NULL"
-                " AND claimed_by IS NOT ?"
+                " AND claimed_by IS DISTINCT FROM ?"
                 " RETURNING platform, event_id, session_key, held, recorded_at, held_seq",
                 (claimer, claimer)), key=lambda r: r[5])
             return [HeldEvent(platform=r[0], event_id=r[1], session_key=r[2] or "",

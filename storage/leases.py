@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from storage.base import StoreBase
 from storage.errors import FenceRejected
-from storage.syncconn import Conn
+from storage.sqlconn import Conn
 from storage.types import Lease
 
 __all__ = ["LeasesMixin", "check_fence"]
@@ -26,9 +26,13 @@ async def check_fence(
     is live."""
     if deadline is not None and now > deadline:
         raise FenceRejected("timeout", "job deadline passed")
+    # PostgreSQL: lock the lease row, so a takeover waits until this transaction ends (the
+    # SQLite transaction already holds the database's write lock).
+    lock = " FOR UPDATE" if conn.dialect == "postgres" else ""
     rows = list(
         await conn.execute_fetchall(
-            "SELECT holder, token, expires_at FROM compression_leases WHERE session_id = ?",
+            "SELECT holder, token, expires_at FROM compression_leases WHERE session_id = ?"
+            + lock,
             (lease.session_id,),
         )
     )
@@ -57,25 +61,23 @@ class LeasesMixin(StoreBase):
         token strictly higher than any before."""
 
         async def op(conn: Conn) -> Lease | None:
+            # One statement: the row is taken (or found held) atomically, also between
+            # processes on PostgreSQL, where the conflicting row is locked and re-checked.
             now = self._clock()
-            rows = list(
-                await conn.execute_fetchall(
-                    "SELECT holder, token, expires_at FROM compression_leases"
-                    " WHERE session_id = ?",
-                    (session_id,),
-                )
-            )
-            if rows and rows[0]["holder"] is not None and rows[0]["expires_at"] > now:
-                return None
-            token = (rows[0]["token"] + 1) if rows else 1
-            await conn.execute(
+            cur = await conn.execute(
                 "INSERT INTO compression_leases(session_id, holder, token, acquired_at,"
-                " expires_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET"
-                " holder = excluded.holder, token = excluded.token,"
-                " acquired_at = excluded.acquired_at, expires_at = excluded.expires_at",
-                (session_id, holder, token, now, now + ttl),
+                " expires_at) VALUES (?, ?, 1, ?, ?) ON CONFLICT(session_id) DO UPDATE SET"
+                " holder = excluded.holder, token = compression_leases.token + 1,"
+                " acquired_at = excluded.acquired_at, expires_at = excluded.expires_at"
+                " WHERE compression_leases.holder IS NULL"
+                " OR compression_leases.expires_at <= excluded.acquired_at"
+                " RETURNING token",
+                (session_id, holder, now, now + ttl),
             )
-            return Lease(session_id, holder, token, now, now + ttl)
+            row = await cur.fetchone()
+            if row is None:
+                return None
+            return Lease(session_id, holder, int(row[0]), now, now + ttl)
 
         return await self._write(op)
 

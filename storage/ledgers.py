@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from storage.base import StoreBase
 from storage.codec import scrub
 from storage.inbox import EventKey
-from storage.syncconn import Conn
+from storage.sqlconn import Conn, Row
 from storage.types import OutboxItem
 
 __all__ = ["LedgersMixin"]
@@ -18,7 +17,7 @@ __all__ = ["LedgersMixin"]
 _OPEN_STATES = ("pending", "sent")
 
 
-def _outbox(row: sqlite3.Row) -> OutboxItem:
+def _outbox(row: Row) -> OutboxItem:
     return OutboxItem(
         id=row["id"],
         session_id=row["session_id"],
@@ -55,8 +54,8 @@ class LedgersMixin(StoreBase):
 
         async def op(conn: Conn) -> bool:
             cur = await conn.execute(
-                "INSERT OR IGNORE INTO inbound_events(platform, event_id, recorded_at,"
-                " claimed_by) VALUES (?, ?, ?, ?)",
+                "INSERT INTO inbound_events(platform, event_id, recorded_at, claimed_by)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (platform, str(event_id), self._clock(), claimed_by),
             )
             if cur.rowcount == 1:
@@ -135,11 +134,12 @@ class LedgersMixin(StoreBase):
             cur = await conn.execute(
                 "INSERT INTO outbox(session_id, platform, chat_id, thread_id, reply_to, text,"
                 " created_at, updated_at, chat_type, preview_message_id, attachments,"
-                " claimed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " claimed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (session_id, platform, str(chat_id), thread_id, reply_to, scrub(text), now, now,
                  chat_type, preview_message_id, files, claimed_by),
             )
-            return int(cur.lastrowid or 0)
+            row = await cur.fetchone()
+            return int(row[0]) if row is not None else 0
 
         return await self._write(op)
 
@@ -236,7 +236,7 @@ class LedgersMixin(StoreBase):
         async def op(conn: Conn) -> list[OutboxItem]:
             rows = await conn.execute_fetchall(
                 "UPDATE outbox SET claimed_by = ? WHERE state IN ('pending', 'sent')"
-                " AND claimed_by IS NOT ? RETURNING *", (claimer, claimer))
+                " AND claimed_by IS DISTINCT FROM ? RETURNING *", (claimer, claimer))
             return sorted((_outbox(r) for r in rows), key=lambda o: (o.created_at, o.id))
 
         return await self._write(op)

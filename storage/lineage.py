@@ -5,7 +5,7 @@ from __future__ import annotations
 from storage.base import StoreBase, fetch_session, session_from_row
 from storage.messages import insert_rows
 from storage.sessions import ROUTING_COLUMNS, insert_session
-from storage.syncconn import Conn
+from storage.sqlconn import Conn
 from storage.titles import sanitize_title, scope_of
 from storage.types import Session, SessionScope
 

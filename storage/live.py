@@ -7,17 +7,16 @@ hand-off as the write or read, so a turn needs no separate "where do I write now
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
 from storage.base import StoreBase, fetch_session
 from storage.codec import message_to_row
-from storage.errors import SessionNotFoundError
+from storage.errors import SessionNotFoundError, is_missing_parent
 from storage.inbox import release_on
 from storage.lineage import _tip_on
 from storage.messages import history_on, insert_rows
-from storage.syncconn import Conn
+from storage.sqlconn import Conn
 from storage.types import Session
 
 __all__ = ["LiveMixin"]
@@ -56,8 +55,8 @@ class LiveMixin(StoreBase):
 
         try:
             result: tuple[str, list[int]] = await self._write(op)
-        except sqlite3.IntegrityError as exc:
-            if "FOREIGN KEY" in str(exc):
+        except Exception as exc:
+            if is_missing_parent(exc):
                 raise SessionNotFoundError(session_id) from None
             raise
         return result
@@ -67,7 +66,10 @@ class LiveMixin(StoreBase):
         together. Raises `SessionNotFoundError`."""
 
         async def fn(conn: Conn) -> tuple[Session, list[dict[str, Any]]]:
-            await conn.execute("BEGIN")  # one snapshot for the three statements
+            # one snapshot for the three statements (PostgreSQL's default isolation takes a
+            # new snapshot per statement)
+            await conn.execute("BEGIN" if conn.dialect == "sqlite"
+                               else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
                 session = await fetch_session(conn, await _tip_on(conn, session_id))
                 return session, await history_on(conn, session.id)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from typing import Any
 
 from storage.base import StoreBase
 from storage.codec import MESSAGE_COLUMNS, message_to_row, row_to_message
-from storage.errors import SessionNotFoundError
-from storage.syncconn import Conn
+from storage.errors import SessionNotFoundError, is_missing_parent
+from storage.sqlconn import Conn
 
 __all__ = ["MessagesMixin", "APPEND_KEY", "append_merged", "history_on", "insert_rows"]
 
@@ -25,11 +24,17 @@ async def insert_rows(
 ) -> list[int]:
     """Insert prepared rows (in order) inside the caller's transaction; returns their ids.
 
-    Ids are taken above the highest ever used (the write lock is held, so no other writer
-    can interleave).
+    SQLite: ids are taken above the highest ever used (the write lock is held, so no other
+    writer can interleave). PostgreSQL: ids come from the table's sequence, in order.
     """
     if not rows:
         return []
+    if conn.dialect == "postgres":
+        taken = await conn.execute_fetchall(
+            "SELECT nextval('messages_id_seq') FROM generate_series(1, ?)", (len(rows),))
+        ids = sorted(int(r[0]) for r in taken)
+        await conn.executemany(_INSERT_SQL, [(i, *r) for i, r in zip(ids, rows, strict=True)])
+        return ids
     cur = await conn.execute(
         "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0),"
         " COALESCE((SELECT MAX(id) FROM messages), 0))"
@@ -85,11 +90,11 @@ class MessagesMixin(StoreBase):
         now = self._clock()
         rows = [message_to_row(session_id, m, now) for m in messages]
         try:
-            result: list[int] = await self._writer.submit_merged(
+            result: list[int] = await self._write_merged(
                 APPEND_KEY, (session_id, rows, now)
             )
-        except sqlite3.IntegrityError as exc:
-            if "FOREIGN KEY" in str(exc):
+        except Exception as exc:
+            if is_missing_parent(exc):
                 raise SessionNotFoundError(session_id) from None
             raise
         return result
@@ -170,8 +175,9 @@ class MessagesMixin(StoreBase):
                 (session_id, start),
             )
             await conn.execute(
-                "UPDATE sessions SET message_count = MAX(0, message_count - ?) WHERE id = ?",
-                (len(rows), session_id),
+                "UPDATE sessions SET message_count = CASE WHEN message_count > ?"
+                " THEN message_count - ? ELSE 0 END WHERE id = ?",
+                (len(rows), len(rows), session_id),
             )
             return [row_to_message(r) for r in rows]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from storage.base import StoreBase
-from storage.syncconn import Conn
+from storage.sqlconn import Conn
 from storage.types import OutboxItem
 
 __all__ = ["OpsMixin"]

@@ -7,7 +7,7 @@ import secrets
 
 from storage.base import StoreBase
 from storage.codec import scrub
-from storage.syncconn import Conn
+from storage.sqlconn import Conn
 from storage.types import ApprovedUser, PairingCode, row_to
 
 __all__ = ["PairingMixin", "CODE_ALPHABET", "hash_code"]
@@ -75,7 +75,7 @@ class PairingMixin(StoreBase):
         """Unexpired, unapproved requests, newest first."""
         rows = await self._fetchall(
             "SELECT * FROM pairing_codes WHERE approved_at IS NULL AND expires_at > ?"
-            " AND (? IS NULL OR platform = ?) ORDER BY created_at DESC",
+            " AND (CAST(? AS TEXT) IS NULL OR platform = ?) ORDER BY created_at DESC",
             (self._clock(), platform, platform),
         )
         return [row_to(PairingCode, r) for r in rows]
@@ -115,7 +115,7 @@ class PairingMixin(StoreBase):
 
     async def approved_users(self, platform: str | None = None) -> list[ApprovedUser]:
         rows = await self._fetchall(
-            "SELECT * FROM approved_users WHERE (? IS NULL OR platform = ?)"
+            "SELECT * FROM approved_users WHERE (CAST(? AS TEXT) IS NULL OR platform = ?)"
             " ORDER BY platform, approved_at",
             (platform, platform),
         )

@@ -17,7 +17,7 @@ from storage.base import StoreBase
 from storage.codec import preview
 from storage.fts_query import ParsedQuery, parse_query
 from storage.snippets import make_snippet, term_patterns
-from storage.syncconn import Conn
+from storage.sqlconn import Conn
 from storage.types import MessagePreview, SearchHit, SessionScope
 
 __all__ = ["SearchMixin", "CANDIDATES", "PROBE", "HIGHLIGHT"]

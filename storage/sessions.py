@@ -7,7 +7,7 @@ from typing import Any
 from storage.base import UNSET, StoreBase, fetch_session, session_from_row
 from storage.codec import new_session_id, scrub
 from storage.errors import SessionNotFoundError, TitleInUseError
-from storage.syncconn import Conn
+from storage.sqlconn import Conn
 from storage.titles import next_lineage_title_on, sanitize_title
 from storage.types import GuardState, Session, SessionScope
 
@@ -302,7 +302,8 @@ class SessionsMixin(StoreBase):
                 " cache_write_tokens = cache_write_tokens + ?,"
                 " reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,"
                 " last_prompt_tokens = COALESCE(?, last_prompt_tokens),"
-                " estimated_cost_usd = CASE WHEN ? IS NULL THEN estimated_cost_usd"
+                " estimated_cost_usd = CASE WHEN CAST(? AS DOUBLE PRECISION) IS NULL"
+                "   THEN estimated_cost_usd"
                 "   ELSE COALESCE(estimated_cost_usd, 0) + ? END,"
                 " last_activity = ? WHERE id = ?",
                 (

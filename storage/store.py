@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from storage.approvals import ApprovalsMixin
-from storage.base import Clock
+from storage.base import Clock, SqliteBase
 from storage.compaction import CompactionMixin
 from storage.db import ReaderPool, Writer, prepare_database
 from storage.inbox import InboxMixin
@@ -45,6 +45,7 @@ class StateStore(
     ApprovalsMixin,
     ReportsMixin,
     OpsMixin,
+    SqliteBase,
 ):
     """Async repository over one SQLite file.
 

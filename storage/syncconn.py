@@ -4,12 +4,12 @@ Repository operations are written as coroutines against a small connection API
 (`execute`, `executemany`, `execute_fetchall`, cursor `rowcount` / `lastrowid` /
 `fetchone`). Awaiting aiosqlite for every statement costs a thread hand-off each (the
 statement is queued to the connection's thread, the result is posted back to the event
-loop): a turn's writes were ~30 hand-offs. Here the same coroutines run against `Conn`, whose
+loop): a turn's writes were ~30 hand-offs. Here the same coroutines run against `SqliteConn`, whose
 methods are coroutines that call `sqlite3` directly and never suspend, so `drive()` runs an
 operation to completion synchronously, inside the aiosqlite connection thread, and a whole
 write batch (BEGIN, every operation in its savepoint, COMMIT) costs one hand-off.
 
-An operation must await only `Conn` methods: awaiting anything that really suspends (a
+An operation must await only its connection's methods: awaiting anything that really suspends (a
 sleep, a future, another store call) raises `SuspendedOperationError`.
 """
 
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
-__all__ = ["Conn", "Cursor", "SuspendedOperationError", "drive", "run_in_thread"]
+__all__ = ["SqliteConn", "SqliteCursor", "SuspendedOperationError", "drive", "run_in_thread"]
 
 T = TypeVar("T")
 
@@ -30,8 +30,8 @@ class SuspendedOperationError(RuntimeError):
     """A storage operation awaited something other than its connection."""
 
 
-class Cursor:
-    """The result of `Conn.execute`: rowcount, lastrowid and the rows."""
+class SqliteCursor:
+    """The result of `SqliteConn.execute`: rowcount, lastrowid and the rows."""
 
     __slots__ = ("_cur",)
 
@@ -47,23 +47,25 @@ class Cursor:
         return self._cur.lastrowid
 
     async def fetchone(self) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = self._cur.fetchone()
-        return row
+        """The first row; the statement is run to its end (a `RETURNING` write is complete)."""
+        rows: list[sqlite3.Row] = self._cur.fetchall()
+        return rows[0] if rows else None
 
 
-class Conn:
-    """The connection API operations see; every method completes without suspending."""
+class SqliteConn:
+    """`storage.sqlconn.Conn` over sqlite3; every method completes without suspending."""
 
     __slots__ = ("raw",)
+    dialect: Literal["sqlite"] = "sqlite"
 
     def __init__(self, raw: sqlite3.Connection) -> None:
         self.raw = raw
 
-    async def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
-        return Cursor(self.raw.execute(sql, params))
+    async def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> SqliteCursor:
+        return SqliteCursor(self.raw.execute(sql, params))
 
-    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
-        return Cursor(self.raw.executemany(sql, rows))
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> SqliteCursor:
+        return SqliteCursor(self.raw.executemany(sql, rows))
 
     async def execute_fetchall(
         self, sql: str, params: Sequence[Any] | dict[str, Any] = ()

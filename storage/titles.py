@@ -6,7 +6,7 @@ import re
 import unicodedata
 
 from storage.errors import InvalidTitleError
-from storage.syncconn import Conn
+from storage.sqlconn import Conn
 
 __all__ = [
     "MAX_TITLE_LEN", "sanitize_title", "split_number", "next_lineage_title_on", "scope_of",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeVar
 
@@ -27,7 +26,7 @@ OutboxState = Literal["pending", "sent", "delivered", "expired", "failed"]
 T = TypeVar("T")
 
 
-def row_to(cls: type[T], row: sqlite3.Row) -> T:
+def row_to(cls: type[T], row: Any) -> T:
     """Build a dataclass from a row, taking exactly the dataclass's fields from it."""
     keys = set(row.keys())
     return cls(**{f.name: row[f.name] for f in fields(cls) if f.name in keys})  # type: ignore[arg-type]  # a dataclass's own fields

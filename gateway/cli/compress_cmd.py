@@ -41,9 +41,9 @@ async def _run(
 ) -> JobOutcome:
     from gateway.compression import JobOutcome, build_compression
     from gateway.paths import paths
-    from storage import StateStore
+    from gateway.storage_backend import open_configured_store
 
-    store = await StateStore.open(paths().state_db)
+    store = await open_configured_store(config, paths().state_db)
     try:
         session = await store.get_session(ident) or await store.resolve(ident)
         if session is None:

@@ -24,12 +24,18 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on 
 
 
 def _run(fn: Callable[[PairingStore], Awaitable[T]]) -> T:
+    from gateway.cli.bootstrap import load_config_or_exit
     from gateway.paths import paths
-    from storage import StateStore
+    from gateway.storage_backend import open_configured_store
+
+    config = load_config_or_exit().config
 
     async def main() -> T:
-        async with await StateStore.open(paths().state_db) as store:
+        store = await open_configured_store(config, paths().state_db)
+        try:
             return await fn(store)
+        finally:
+            await store.close()
 
     return asyncio.run(main())
 

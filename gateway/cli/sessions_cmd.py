@@ -22,7 +22,8 @@ from rich.text import Text
 from gateway.cli.bootstrap import EXIT_USAGE, fail
 from gateway.cli.terminal import safe_text
 from gateway.paths import paths
-from storage import Session, StateStore, StorageError
+from storage import Session, StorageError
+from storage.opening import AnyStore
 from storage.ports import HistoryReader
 
 __all__ = ["app"]
@@ -33,10 +34,20 @@ T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
 
+async def _open() -> AnyStore:
+    from gateway.cli.bootstrap import load_config_or_exit
+    from gateway.storage_backend import open_configured_store
+
+    return await open_configured_store(load_config_or_exit().config, paths().state_db)
+
+
 def _run(fn: Callable[[HistoryReader], Awaitable[T]]) -> T:
     async def main() -> T:
-        async with await StateStore.open(paths().state_db) as store:
+        store = await _open()
+        try:
             return await fn(store)
+        finally:
+            await store.close()
 
     try:
         return asyncio.run(main())

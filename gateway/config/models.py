@@ -38,6 +38,7 @@ __all__ = [
     "PlatformsConfig",
     "ProviderConfig",
     "SessionResetConfig",
+    "StorageConfig",
     "StreamingConfig",
     "ToolsConfig",
     "WorkspaceConfig",
@@ -242,6 +243,18 @@ class WorkspaceConfig(ConfigModel):
     all users share the one workspace."""
 
 
+class StorageConfig(ConfigModel):
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    """`sqlite`: the profile's `state.db` (one host). `postgres`: the database at `dsn`
+    (see docs/scale-out.md)."""
+    dsn: OptSecret = None
+    """PostgreSQL connection URI (`postgresql://user:password@host:5432/dbname`); required
+    with `backend: postgres`. Treated as a secret: never logged or shown."""
+
+    def dsn_value(self) -> str | None:
+        return reveal(self.dsn)
+
+
 def _default_providers() -> dict[str, ProviderConfig]:
     return {"main": ProviderConfig()}
 
@@ -268,6 +281,7 @@ class HermesConfig(ConfigModel):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
 
     def toolsets(self, platform: str | None = None, chat_id: str | None = None) -> list[str]:
         """The toolsets on in a chat: `tools.chats["<platform>:<chat id>"]`, else
@@ -305,6 +319,9 @@ class HermesConfig(ConfigModel):
         out += [t.get_secret_value() for t in (self.gateway.health.token, self.dashboard.token)
                 if t is not None and t.get_secret_value()]
         out += [v for s in self.mcp_servers.values() for v in s.secret_values()]
+        dsn = self.storage.dsn_value()
+        if dsn:
+            out.append(dsn)
         return out + self.platforms.secret_values()
 
     def problems(self) -> list[Problem]:
@@ -342,5 +359,7 @@ class HermesConfig(ConfigModel):
                 out.append(Problem(f"mcp_servers.{name}", "a server name may hold letters, "
                                    "digits, '_' and '-' (at most 48, no '__'): it becomes part "
                                    "of the tool names mcp__<server>__<tool>"))
+        if self.storage.backend == "postgres" and not self.storage.dsn_value():
+            out.append(Problem("storage.dsn", "required when storage.backend is postgres"))
         out += self.platforms.problems("platforms")
         return out

@@ -1,9 +1,11 @@
-"""Numbered, forward-only schema migrations.
+"""Numbered, forward-only schema migrations, one list of versions for both backends.
 
-`MIGRATIONS[n]` is the SQL of migration n. Every applied number is a row of
-`schema_version`; `migrate()` applies each known migration whose row is missing, in number
-order, so numbers may have gaps (branches reserve numbers and merge in any order; two
-migrations never depend on each other unless numbered so). It runs inside one
+Each version is a module `mNNNN_name` with `SQL` (SQLite) and `POSTGRES` (the same change
+on PostgreSQL; `storage.postgres.schema` applies it). `STEPS` lists them in version order and
+`MIGRATIONS[i]` is the SQLite SQL of version i + 1. Every applied version is a row of
+`schema_version`. On SQLite `migrate_sync()` applies each step whose row is missing, in
+version order, so a file written by a build that had a higher version but not a lower one
+(branches took numbers and merged late) still gets the lower one. It runs inside one
 `BEGIN IMMEDIATE` transaction, so two processes opening a fresh file at once apply each
 migration exactly once, and running it again is a no-op.
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from dataclasses import dataclass
+from types import ModuleType
 
 from storage.migrations import (
     m0001_initial,
@@ -23,18 +27,38 @@ from storage.migrations import (
     m0007_approvals,
 )
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate_sync", "split_statements"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "STEPS", "Step", "migrate_sync", "split_statements"]
 
-MIGRATIONS: dict[int, str] = {
-    1: m0001_initial.SQL,
-    2: m0002_outbox_delivery.SQL,
-    3: m0003_guard_columns.SQL,
-    4: m0004_held_events.SQL,
-    5: m0005_session_scope.SQL,
-    6: m0006_held_claims.SQL,
-    7: m0007_approvals.SQL,
-}
-SCHEMA_VERSION = max(MIGRATIONS)
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One schema version: its SQLite script and its PostgreSQL script."""
+
+    version: int
+    name: str
+    sqlite: str
+    postgres: str | None  # None: not written yet; PostgreSQL refuses to migrate past it
+
+
+def _steps(*modules: ModuleType) -> tuple[Step, ...]:
+    return tuple(
+        Step(n, m.__name__.rsplit(".", 1)[-1], m.SQL, getattr(m, "POSTGRES", None))
+        for n, m in enumerate(modules, start=1)
+    )
+
+
+#: Every version, in order; each module holds `SQL` (SQLite) and `POSTGRES`.
+STEPS: tuple[Step, ...] = _steps(
+    m0001_initial,
+    m0002_outbox_delivery,
+    m0003_guard_columns,
+    m0004_held_events,
+    m0005_session_scope,
+    m0006_held_claims,
+    m0007_approvals,
+)
+MIGRATIONS: tuple[str, ...] = tuple(step.sqlite for step in STEPS)
+SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def split_statements(script: str) -> list[str]:
@@ -67,16 +91,18 @@ def migrate_sync(conn: sqlite3.Connection) -> int:
         )
         applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_version")}
         found = max(applied, default=0)
-        if found > SCHEMA_VERSION or applied - MIGRATIONS.keys():
+        if found > SCHEMA_VERSION:
             raise RuntimeError(
                 f"state.db schema version {found} is newer than this program ({SCHEMA_VERSION})"
             )
-        for version in sorted(MIGRATIONS.keys() - applied):
-            for stmt in split_statements(MIGRATIONS[version]):
+        for step in STEPS:
+            if step.version in applied:
+                continue
+            for stmt in split_statements(step.sqlite):
                 conn.execute(stmt)
             conn.execute(
                 "INSERT INTO schema_version(version, applied_at) VALUES (?, ?)",
-                (version, time.time()),
+                (step.version, time.time()),
             )
         conn.execute("COMMIT")
     except BaseException:

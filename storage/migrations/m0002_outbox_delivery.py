@@ -12,3 +12,5 @@ ALTER TABLE outbox ADD COLUMN preview_message_id TEXT;
 ALTER TABLE outbox ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]';
 CREATE INDEX idx_outbox_session ON outbox(session_id, created_at);
 """
+
+POSTGRES = SQL  # the same statements on PostgreSQL

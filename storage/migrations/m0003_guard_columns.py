@@ -19,3 +19,16 @@ UPDATE sessions
                                             instr(cooldown_error, '[failures=') - 1)), '')
  WHERE instr(cooldown_error, '[failures=') > 0;
 """
+
+POSTGRES = """
+ALTER TABLE sessions ADD COLUMN failure_streak INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN verify_pending INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET verify_pending = 1, last_prompt_tokens = NULL
+ WHERE last_prompt_tokens = -1;
+UPDATE sessions
+   SET failure_streak = COALESCE(CAST(substring(cooldown_error FROM '\\[failures=([0-9]+)')
+                                      AS INTEGER), 0),
+       cooldown_error = NULLIF(rtrim(substr(cooldown_error, 1,
+                                            strpos(cooldown_error, '[failures=') - 1)), '')
+ WHERE strpos(cooldown_error, '[failures=') > 0;
+"""

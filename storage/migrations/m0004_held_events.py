@@ -12,3 +12,13 @@ ALTER TABLE inbound_events ADD COLUMN held TEXT;
 ALTER TABLE inbound_events ADD COLUMN held_seq INTEGER;
 CREATE INDEX idx_inbound_held ON inbound_events(held_seq) WHERE held IS NOT NULL;
 """
+
+#: On PostgreSQL the place in line comes from a sequence: unique also when several processes
+#: hold events at once.
+POSTGRES = """
+ALTER TABLE inbound_events ADD COLUMN session_key TEXT;
+ALTER TABLE inbound_events ADD COLUMN held TEXT;
+ALTER TABLE inbound_events ADD COLUMN held_seq BIGINT;
+CREATE SEQUENCE inbound_held_seq OWNED BY inbound_events.held_seq;
+CREATE INDEX idx_inbound_held ON inbound_events(held_seq) WHERE held IS NOT NULL;
+"""

@@ -23,3 +23,19 @@ CREATE UNIQUE INDEX idx_sessions_scope_title ON sessions(COALESCE(scope_key, '')
 CREATE INDEX idx_sessions_scope ON sessions(scope_key, started_at DESC)
     WHERE scope_key IS NOT NULL;
 """
+
+#: PostgreSQL has stored generated columns only (computed once per row write).
+POSTGRES = """
+ALTER TABLE sessions ADD COLUMN scope_key TEXT GENERATED ALWAYS AS (
+    CASE
+        WHEN chat_type = 'dm'
+            THEN 'u:' || length(source)::text || ':' || source || ':' || user_id
+        ELSE 'c:' || length(source)::text || ':' || source || ':' || chat_id
+    END
+) STORED;
+DROP INDEX idx_sessions_title;
+CREATE UNIQUE INDEX idx_sessions_scope_title ON sessions(COALESCE(scope_key, ''), title)
+    WHERE title IS NOT NULL;
+CREATE INDEX idx_sessions_scope ON sessions(scope_key, started_at DESC)
+    WHERE scope_key IS NOT NULL;
+"""

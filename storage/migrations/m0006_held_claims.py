@@ -20,3 +20,8 @@ SQL = """
 ALTER TABLE inbound_events ADD COLUMN claimed_by TEXT;
 ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
 """
+
+POSTGRES = """
+ALTER TABLE inbound_events ADD COLUMN claimed_by TEXT;
+ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
+"""

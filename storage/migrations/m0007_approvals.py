@@ -21,3 +21,21 @@ CREATE TABLE approvals (
 );
 CREATE INDEX idx_approvals_session ON approvals(session_id, created_at);
 """
+
+POSTGRES = """
+CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    session_id TEXT,
+    platform TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    requester TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    command TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    decided_by TEXT,
+    created_at DOUBLE PRECISION NOT NULL,
+    decided_at DOUBLE PRECISION
+);
+CREATE INDEX idx_approvals_session ON approvals(session_id, created_at);
+"""

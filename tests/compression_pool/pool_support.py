@@ -50,9 +50,13 @@ def make_config(server: FakeOpenAIServer, **compression: Any) -> HermesConfig:
     return HermesConfig.model_validate(config_data(server, **compression))
 
 
-def write_profile(home: Path, server: FakeOpenAIServer, **compression: Any) -> None:
+def write_profile(home: Path, server: FakeOpenAIServer, *,
+                  storage: dict[str, Any] | None = None, **compression: Any) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text(yaml.safe_dump(config_data(server, **compression)))
+    data = config_data(server, **compression)
+    if storage is not None:
+        data["storage"] = storage
+    (home / "config.yaml").write_text(yaml.safe_dump(data))
 
 
 def conversation(n: int, tag: str = "") -> list[dict[str, Any]]:

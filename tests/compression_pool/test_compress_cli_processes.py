@@ -22,6 +22,7 @@ from tests.compression_pool.pool_support import (
     write_profile,
 )
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.pg_support import Target, open_store, storage_config
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("compress_cli_driver.py")
@@ -44,12 +45,18 @@ async def _finish(proc: asyncio.subprocess.Process) -> tuple[int, dict[str, obje
     return proc.returncode, json.loads(lines[-1]) if lines else {}, err.decode()
 
 
+def _in_home(home: Path, target: Target) -> Target:
+    """SQLite: the profile's own state.db; PostgreSQL: the module's database."""
+    return ("sqlite", str(home / "state.db")) if target[0] == "sqlite" else target
+
+
 async def test_two_processes_racing_commit_exactly_once(
-    tmp_path: Path, fake_openai: FakeOpenAIServer
+    tmp_path: Path, fake_openai: FakeOpenAIServer, store_target: Target
 ) -> None:
     home = tmp_path / "home"
-    write_profile(home, fake_openai)
-    async with await StateStore.open(home / "state.db") as store:
+    target = _in_home(home, store_target)
+    write_profile(home, fake_openai, storage=storage_config(target))
+    async with await open_store(target) as store:
         sid = await make_session(store, 60)
     gate = asyncio.Event()
     fake_openai.responder = summary_responder(gate=gate)
@@ -67,7 +74,7 @@ async def test_two_processes_racing_commit_exactly_once(
     assert statuses == ["compressed", "deferred"]
     winner = next(p for _, p, _ in results if p["status"] == "compressed")
     assert set(winner) == {"status", "session_id", "child_session_id"}
-    async with await StateStore.open(home / "state.db") as store:
+    async with await open_store(target) as store:
         children = await store.children(sid)
         assert [c.id for c in children] == [winner["child_session_id"]]
         parent = await store.get_session(sid)
@@ -75,11 +82,12 @@ async def test_two_processes_racing_commit_exactly_once(
 
 
 async def test_kill_9_mid_compression_leaves_the_session_intact_and_the_lease_is_taken_over(
-    tmp_path: Path, fake_openai: FakeOpenAIServer
+    tmp_path: Path, fake_openai: FakeOpenAIServer, store_target: Target
 ) -> None:
     home = tmp_path / "home"
-    write_profile(home, fake_openai, lease_seconds=1.5)
-    async with await StateStore.open(home / "state.db") as store:
+    target = _in_home(home, store_target)
+    write_profile(home, fake_openai, lease_seconds=1.5, storage=storage_config(target))
+    async with await open_store(target) as store:
         sid = await make_session(store, 60)
         fake_openai.responder = summary_responder(30)  # blocked in the summary until killed
         proc = await _spawn(home, sid, "--json")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from gateway.compression import build_compression
 from storage import StateStore
@@ -16,16 +15,16 @@ from tests.compression_pool.pool_support import (
     summary_responder,
 )
 from tests.fakes.openai_server import FakeOpenAIServer, invalid_api_key, rate_limited
+from tests.pg_support import Target, open_store
 
 
 async def test_cooldown_after_a_429_survives_a_restart(
-    tmp_path: Path, fake_openai: FakeOpenAIServer
+    store_target: Target, fake_openai: FakeOpenAIServer
 ) -> None:
-    db = tmp_path / "state.db"
     fake_openai.responder = summary_responder()
     fake_openai.enqueue(rate_limited())
     events = Events()
-    async with await StateStore.open(db) as store:
+    async with await open_store(store_target) as store:
         sid = await make_session(store, 60)
         hook = build_compression(make_config(fake_openai), store, on_status=events)
         try:
@@ -42,7 +41,7 @@ async def test_cooldown_after_a_429_survives_a_restart(
         assert (await store.get_session(sid)).is_live  # type: ignore[union-attr]
     requests_before = len(fake_openai.requests)
 
-    async with await StateStore.open(db) as store:  # a new process, in effect
+    async with await open_store(store_target) as store:  # a new process, in effect
         guard = await store.get_guard(sid)
         assert guard.cooldown_until is not None and guard.cooldown_until > time.time() + 30
         assert API_KEY not in (guard.cooldown_error or "")
@@ -62,11 +61,10 @@ async def test_cooldown_after_a_429_survives_a_restart(
 
 
 async def test_ineffective_compressions_block_until_forced_across_restart(
-    tmp_path: Path, fake_openai: FakeOpenAIServer
+    store_target: Target, fake_openai: FakeOpenAIServer
 ) -> None:
-    db = tmp_path / "state.db"
     fake_openai.responder = summary_responder()
-    async with await StateStore.open(db) as store:
+    async with await open_store(store_target) as store:
         sid = await make_session(store, 60)
         hook = build_compression(make_config(fake_openai), store)
         try:
@@ -90,7 +88,7 @@ async def test_ineffective_compressions_block_until_forced_across_restart(
         assert guard.ineffective_count == 2
         assert guard.last_prompt_tokens == THRESHOLD_PROMPT
 
-    async with await StateStore.open(db) as store:
+    async with await open_store(store_target) as store:
         hook = build_compression(make_config(fake_openai), store)
         try:
             await hook.after_turn(child, THRESHOLD_PROMPT)
@@ -125,11 +123,10 @@ async def test_permanent_summarizer_failure_is_not_retried_and_leaks_no_key(
 
 
 async def test_the_cooldown_ladder_grows_across_processes(
-    tmp_path: Path, fake_openai: FakeOpenAIServer
+    store_target: Target, fake_openai: FakeOpenAIServer
 ) -> None:
-    db = tmp_path / "state.db"
     fake_openai.responder = lambda _req: rate_limited()
-    async with await StateStore.open(db) as store:
+    async with await open_store(store_target) as store:
         sid = await make_session(store, 60)
         hook = build_compression(make_config(fake_openai), store)
         try:
@@ -140,7 +137,7 @@ async def test_the_cooldown_ladder_grows_across_processes(
         first = (await store.get_guard(sid)).cooldown_until or 0.0
         assert 0 < first - time.time() <= 60
 
-    async with await StateStore.open(db) as store:
+    async with await open_store(store_target) as store:
         later = time.time() + 120  # another process, after the first cooldown ran out
         hook = build_compression(make_config(fake_openai), store, clock=lambda: later)
         try:

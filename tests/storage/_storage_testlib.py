@@ -31,9 +31,7 @@ def old_schema_db(path: Path, version: int) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY,"
                  " applied_at REAL NOT NULL)")
-    for n, script in sorted(MIGRATIONS.items()):
-        if n > version:
-            break
+    for n, script in enumerate(MIGRATIONS[:version], start=1):
         for stmt in split_statements(script):
             conn.execute(stmt)
         conn.execute("INSERT INTO schema_version VALUES (?, 0)", (n,))

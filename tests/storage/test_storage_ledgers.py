@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from _storage_testlib import FakeClock
 
 from storage import StateStore
 
 
-async def test_record_if_new_is_durable(store: StateStore, clock: FakeClock) -> None:
+async def test_record_if_new_is_durable(store: StateStore, clock: FakeClock, reopen) -> None:  # type: ignore[no-untyped-def]
     assert await store.record_if_new("telegram", "100") is True
     assert await store.record_if_new("telegram", "100") is False
     assert await store.record_if_new("slack", "100") is True
-    path, _ = store.path, await store.close()
-    reopened = await StateStore.open(path, clock=clock)
+    await store.close()
+    reopened = await reopen()
     try:
         assert await reopened.record_if_new("telegram", "100") is False
         clock.advance(8 * 86400)
@@ -64,12 +62,11 @@ async def test_cursors_and_unreachable(store: StateStore) -> None:
 
 
 async def test_pairing_codes_hashed_expire_and_approve(
-    store: StateStore, clock: FakeClock
+    store: StateStore, clock: FakeClock, sql_rows  # type: ignore[no-untyped-def]
 ) -> None:
     code = await store.create_pairing_code("telegram", "u1", display="Ann", ttl=3600)
     assert len(code) == 8
-    with sqlite3.connect(store.path) as conn:
-        stored = [r[0] for r in conn.execute("SELECT code_hash FROM pairing_codes")]
+    stored = [r[0] for r in await sql_rows("SELECT code_hash FROM pairing_codes")]
     assert stored and code not in stored[0]
     pending = await store.pending_pairing_codes("telegram")
     assert [p.user_id for p in pending] == ["u1"]

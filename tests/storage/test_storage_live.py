@@ -9,7 +9,8 @@ import pytest
 from _storage_testlib import turn
 
 from storage import SessionNotFoundError, StateStore
-from storage.syncconn import Conn, SuspendedOperationError
+from storage.sqlconn import Conn
+from storage.syncconn import SuspendedOperationError
 
 
 async def _rotated(store: StateStore) -> tuple[str, str]:
@@ -71,6 +72,7 @@ async def test_add_usage_returns_the_guard_state_from_before(store: StateStore) 
         await store.add_usage("missing", input_tokens=1)
 
 
+@pytest.mark.sqlite_only
 async def test_an_operation_that_suspends_fails_alone(store: StateStore) -> None:
     s = await store.create_session(source="fake")
 

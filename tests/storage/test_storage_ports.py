@@ -1,4 +1,4 @@
-"""`StateStore` implements every storage port with the very signature the port declares.
+"""Both backends (`StateStore`, `PostgresStore`) implement every storage port with the very signature the port declares.
 
 The type checker proves assignability (storage/store.py); this test also catches drift the
 checker tolerates: a renamed keyword, a changed default, a port method with no
@@ -13,8 +13,10 @@ from typing import Protocol
 import pytest
 
 from storage import StateStore, ports
+from storage.postgres import PostgresStore
 
 PORTS = [getattr(ports, name) for name in ports.__all__]
+STORES = [StateStore, PostgresStore]
 
 
 def _methods(proto: type) -> list[str]:
@@ -31,11 +33,12 @@ def test_every_name_exported_is_a_protocol_with_methods() -> None:
         assert _methods(proto), f"{proto.__name__} declares no method"
 
 
+@pytest.mark.parametrize("store_cls", STORES, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("proto", PORTS, ids=lambda p: p.__name__)
-def test_state_store_matches_the_port(proto: type) -> None:
+def test_store_matches_the_port(proto: type, store_cls: type) -> None:
     for name in _methods(proto):
-        impl = getattr(StateStore, name, None)
-        assert impl is not None, f"StateStore lacks {proto.__name__}.{name}"
+        impl = getattr(store_cls, name, None)
+        assert impl is not None, f"{store_cls.__name__} lacks {proto.__name__}.{name}"
         want = inspect.signature(getattr(proto, name), eval_str=True)
         got = inspect.signature(impl, eval_str=True)
         assert list(want.parameters) == list(got.parameters), (proto.__name__, name)
@@ -52,10 +55,11 @@ def test_state_store_matches_the_port(proto: type) -> None:
             inspect.iscoroutinefunction(impl), (proto.__name__, name)
 
 
-def test_every_public_method_used_above_storage_is_on_a_port() -> None:
+@pytest.mark.parametrize("store_cls", STORES, ids=lambda c: c.__name__)
+def test_every_public_method_used_above_storage_is_on_a_port(store_cls: type) -> None:
     """A method of the store is either on a port or deliberately off them (listed here)."""
     on_ports = {m for p in PORTS for m in _methods(p)}
     off_ports = {"open", "find_by_platform_message_id", "set_platform_message_id",
                  "write_stats"}
-    public = {n for n in dir(StateStore) if not n.startswith("_")} - {"path"}
+    public = {n for n in dir(store_cls) if not n.startswith("_")} - {"path", "dsn"}
     assert public - on_ports - off_ports == set()
