@@ -11,9 +11,10 @@ It imports nothing heavy: no pydantic, structlog or SDKs.
 from __future__ import annotations
 
 import os
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 
@@ -30,6 +31,7 @@ __all__ = [
     "current",
     "fail",
     "load_config_or_exit",
+    "run_async",
     "warn",
 ]
 
@@ -118,3 +120,15 @@ def load_config_or_exit() -> LoadedConfig:
         for line in exc.lines():
             typer.echo(f"hermes: config error{where}: {redact_text(line)}", err=True)
         raise typer.Exit(EXIT_CONFIG) from None
+
+
+T = TypeVar("T")
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(coro)`, importing asyncio only for the commands that need it (`--help`
+    and the quick commands stay free of it: issue 21)."""
+    import asyncio
+
+    return asyncio.run(coro)
+

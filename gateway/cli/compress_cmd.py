@@ -9,7 +9,6 @@ Attach with `register(app)` (command name "compress").
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import TYPE_CHECKING, Annotated
 
@@ -82,14 +81,14 @@ def compress(
 ) -> None:
     """Compress a session now (forced), through the same lease and commit fence as the
     gateway. Exit 0 when compressed, 3 when nothing was written, 1 on errors."""
-    from gateway.cli.bootstrap import load_config_or_exit
+    from gateway.cli.bootstrap import load_config_or_exit, run_async
     from gateway.config.redact import redact_text
     from gateway.logging import configure_logging, is_configured
 
     loaded = load_config_or_exit()
     if not is_configured():
         configure_logging(level="WARNING")
-    out = asyncio.run(_run(loaded.config, session_id, focus, preview))
+    out = run_async(_run(loaded.config, session_id, focus, preview))
     if as_json:
         typer.echo(json.dumps({"status": out.status, "session_id": out.session_id,
                                "child_session_id": out.child_session_id}))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -24,7 +23,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on 
 
 
 def _run(fn: Callable[[PairingStore], Awaitable[T]]) -> T:
-    from gateway.cli.bootstrap import load_config_or_exit
+    from gateway.cli.bootstrap import load_config_or_exit, run_async
     from gateway.paths import paths
     from gateway.storage_backend import open_configured_store
 
@@ -37,7 +36,7 @@ def _run(fn: Callable[[PairingStore], Awaitable[T]]) -> T:
         finally:
             await store.close()
 
-    return asyncio.run(main())
+    return run_async(main())
 
 
 def _when(ts: float | None) -> str:

@@ -7,24 +7,25 @@ machine-readable JSON document on stdout; without it people get rich tables. `se
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gateway.cli.bootstrap import EXIT_USAGE, fail
+from gateway.cli.bootstrap import EXIT_USAGE, fail, run_async
 from gateway.cli.terminal import safe_text
 from gateway.paths import paths
-from storage import Session, StorageError
-from storage.opening import AnyStore
-from storage.ports import HistoryReader
+
+if TYPE_CHECKING:
+    from storage import Session
+    from storage.opening import AnyStore
+    from storage.ports import HistoryReader
 
 __all__ = ["app"]
 
@@ -49,8 +50,10 @@ def _run(fn: Callable[[HistoryReader], Awaitable[T]]) -> T:
         finally:
             await store.close()
 
+    from storage import StorageError
+
     try:
-        return asyncio.run(main())
+        return run_async(main())
     except StorageError as exc:
         fail(f"state store error: {exc}")
 

@@ -9,7 +9,6 @@ secret and is never printed; without `--dsn` the config's `storage.dsn` is used.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated, Literal
@@ -41,7 +40,7 @@ def migrate(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable JSON.")] = False,
 ) -> None:
     """Copy every session, message and ledger to the other backend, then verify the copy."""
-    from gateway.cli.bootstrap import EXIT_USAGE, fail, load_config_or_exit
+    from gateway.cli.bootstrap import EXIT_USAGE, fail, load_config_or_exit, run_async
     from gateway.paths import paths
     from hermes_common.redact import register_secret
     from storage.errors import StorageError
@@ -65,7 +64,7 @@ def migrate(
             typer.echo(f"  {table}: {copied} rows copied", err=True)
 
     try:
-        reports = asyncio.run(transfer(direction, sqlite_path=path, dsn=dsn, resume=resume,
+        reports = run_async(transfer(direction, sqlite_path=path, dsn=dsn, resume=resume,
                                        progress=progress))
         ok = True
     except TransferMismatch as exc:
