@@ -26,6 +26,7 @@ from gateway.events import MessageEvent
 from gateway.logging import bind_context
 from gateway.metrics import GatewayMetrics
 from gateway.sessions.inbox import event_keys
+from gateway.sessions.worker import MERGE_REASON
 from gateway.turns.builder import AgentBuilder
 from gateway.turns.ports import CompressionHook, TurnLayerStore, TurnStore
 from gateway.turns.sessions import ResetPolicy, SessionResolver
@@ -243,10 +244,15 @@ class TurnService:
             final = await self._delivery.record_final(
                 target, shown.final(terminal.text), session_id=session.id,
                 preview_message_id=consumer.message_id if consumer else None)
-        if terminal.messages:
+        messages = list(terminal.messages)
+        if isinstance(terminal, ae.Interrupted) and terminal.reason == MERGE_REASON:
+            # Restarted with the burst's next part: the next attempt answers every part, so
+            # the partial text of this one is no reply (kept, it would read as one).
+            messages = [m for m in messages if m.get("finish_reason") != "interrupted"]
+        if messages:
             taken = steering.taken
             sid, _ = await self._store.append_live(
-                session.id, list(terminal.messages), release=event_keys(taken))
+                session.id, messages, release=event_keys(taken))
             steering.released = len(taken)
             if sid != session.id:
                 session = await self._store.get_session(sid) or session
