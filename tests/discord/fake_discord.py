@@ -15,6 +15,7 @@ back through the gateway as MESSAGE_CREATE, as they do on Discord.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -80,6 +81,9 @@ class FakeDiscord:
         self.rate_limited_hits = 0
         #: JSON payloads of message creates and edits, in order: (method, channel, payload)
         self.payloads: list[tuple[str, int, dict[str, Any]]] = []
+        #: (status, body) answered to the next REST calls, one each (a 5xx outage)
+        self.outages: list[tuple[int, str]] = []
+        self.slow_s = 0.0  # every REST call waits this long before it is answered
         self.gateway = FakeGateway(token, "", heartbeat_interval_ms)
         self._runner: web.AppRunner | None = None
 
@@ -156,6 +160,13 @@ class FakeDiscord:
         await self.gateway.dispatch("MESSAGE_CREATE", msg.to_json(self.messages))
         return msg
 
+    async def user_edits(self, message: StoredMessage, text: str) -> None:
+        """The user edits their message: stored, then dispatched as MESSAGE_UPDATE."""
+        message.content = text
+        message.edits += 1
+        message.edited = time.time()
+        await self.gateway.dispatch("MESSAGE_UPDATE", message.to_json(self.messages))
+
     async def redeliver(self, message: StoredMessage) -> None:
         """Dispatch the same MESSAGE_CREATE again (as after a replay)."""
         await self.gateway.dispatch("MESSAGE_CREATE", message.to_json(self.messages))
@@ -182,6 +193,11 @@ class FakeDiscord:
             self.requests.append((request.method, request.path))
             if request.headers.get("Authorization") != f"Bot {self.token}":
                 return _error(401, 0, "401: Unauthorized")
+            if self.slow_s:
+                await asyncio.sleep(self.slow_s)
+            if self.outages:
+                status, body = self.outages.pop(0)
+                return web.Response(status=status, text=body, content_type="text/plain")
         return await handler(request)
 
     def _rate_limited(self) -> web.Response | None:

@@ -87,6 +87,7 @@ class FakeSlack:
         self.download_delay_s: dict[str, float] = {}  # file id -> seconds before it is served
         self.outages: list[tuple[int, str]] = []  # (status, plain-text body) for the next calls
         self.stall_next_s = 0.0  # the next API call hangs this long before it is answered
+        self.slow_s = 0.0  # every API call waits this long before it is answered
         self._rate_limits: list[tuple[frozenset[str], float]] = []
         self._errors: dict[str, list[str]] = {}
         self._seq = itertools.count(1)
@@ -122,6 +123,9 @@ class FakeSlack:
     def rate_limit_next(self, retry_after: float, methods: tuple[str, ...] = (
             "chat.postMessage",)) -> None:
         self._rate_limits.append((frozenset(methods), retry_after))
+
+    def clear_rate_limits(self) -> None:
+        self._rate_limits.clear()
 
     def fail_next(self, method: str, error: str) -> None:
         self._errors.setdefault(method, []).append(error)
@@ -217,6 +221,8 @@ class FakeSlack:
         if self.stall_next_s:
             stall, self.stall_next_s = self.stall_next_s, 0.0
             await asyncio.sleep(stall)
+        if self.slow_s:
+            await asyncio.sleep(self.slow_s)
         for i, (methods, retry_after) in enumerate(self._rate_limits):
             if method in methods:
                 del self._rate_limits[i]
@@ -487,6 +493,18 @@ class FakeSlack:
             self.last_delivered = await self.deliver(
                 message_event(channel_type=kind, event_type="app_mention", **common))
         return ts
+
+    async def user_edit(self, channel: str, ts: str, text: str, *, user: str = "U0001",
+                        thread_ts: str | None = None) -> dict[str, Any]:
+        """The user edits their message `ts`: a `message_changed` event, as Slack sends it."""
+        inner: dict[str, Any] = {"type": "message", "text": text, "ts": ts, "user": user,
+                                 "edited": {"user": user, "ts": self.next_ts()}}
+        if thread_ts is not None:
+            inner["thread_ts"] = thread_ts
+        ev = message_event(channel=channel, ts=self.next_ts(), text="", user=None,
+                           subtype="message_changed", channel_type=self.channels[channel].kind,
+                           extra={"message": inner})
+        return await self.deliver(ev)
 
     async def redeliver_last(self) -> None:
         assert self.last_delivered is not None
