@@ -154,6 +154,7 @@ class InboundRouter:
         target = ReplyTarget.of(event)
         ok = True
         text: str | None
+        await self._manager.wait_open()  # after start-up recovery, like the session lane
         try:
             refused = refusal(command, event, args, is_admin=is_admin,
                               group_commands=self._group_commands)

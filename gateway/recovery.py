@@ -73,10 +73,14 @@ async def recover_held(inbox: DurableInbox, manager: SessionManager, delivery: D
                        *, adapters: Mapping[str, Any], now: float | None = None) -> int:
     """Events a restart caught waiting in a mailbox (held in state.db): younger than an hour
     they are queued again in their order (one notice per chat); older ones are let go with
-    a notice quoting them. Returns how many were queued again."""
+    a notice quoting them. Returns how many were queued again.
+
+    The events are claimed for this boot in one transaction (`DurableInbox.claim_held`):
+    those the live path of this boot has held are never among them, so no event is queued
+    by both paths."""
     now = time.time() if now is None else now
     requeued, told = 0, set()
-    for key, event, recorded_at in await inbox.held():
+    for key, event, recorded_at in await inbox.claim_held():
         if event.platform not in adapters or not key:
             continue
         if not _can_push(adapters, event.platform):  # its client is gone: nobody to answer

@@ -213,8 +213,9 @@ class GatewayRunner:
         """Start-up in order: CA bundle → single-instance and bot-token locks → storage →
         agents → adapters and the service graph (`wire`) → adapters launched (concurrently,
         each with a connect timeout) → health server (so /readyz answers 503 while they
-        connect) → wait for the adapters → recovery of undelivered replies and unanswered
-        turns → background duties. Raises `ConfigurationError` for what a restart cannot
+        connect) → wait for the adapters → recovery of undelivered replies, unanswered
+        turns and held events → session intake opened (events that arrived since the adapters
+        started were held and parked; they run now, in order) → background duties. Raises `ConfigurationError` for what a restart cannot
         fix (exit 78); whatever was set up is torn down by `shutdown()`."""
         detect_ca_bundle()
         stack = self._stack
@@ -244,6 +245,7 @@ class GatewayRunner:
         if self._stop.is_set():  # stopped while connecting: recovery waits for the next start
             return
         await self._recover(parts)
+        await parts.manager.open_intake()  # events that arrived meanwhile, after recovered work
         self.notifier.ready(f"{len(adapters)} adapter(s) connected")
         self._start_duties(stack, parts)
 
@@ -402,7 +404,8 @@ class GatewayRunner:
         held = await recover_held(parts.inbox, parts.manager, parts.delivery,
                                   adapters=parts.adapters, now=self._clock())
         log.info("gateway_ready", adapters=sorted(parts.adapters), resent=resent,
-                 expired=expired, rerun=rerun, requeued=held, host=socket.gethostname(),
+                 expired=expired, rerun=rerun, requeued=held, parked=parts.manager.parked_count,
+                 boot_id=parts.inbox.boot_id, host=socket.gethostname(),
                  event_loop=loop_name(asyncio.get_running_loop()))
 
     def _install_signals(self) -> None:

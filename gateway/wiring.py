@@ -184,7 +184,7 @@ def wire(
     manager = SessionManager(
         turns, busy_mode=gw.busy_mode, mailbox_size=gw.mailbox_size,
         merge_window_s=gw.burst_merge_s, busy_ack_interval_s=gw.busy_ack_interval_s,
-        inbox=inbox)
+        inbox=inbox, intake_open=False)  # opened by the runner after start-up recovery
     commands = builtin_registry()
     policy = access_policy(config, adapters)
     services = CommandServices(

@@ -18,27 +18,33 @@ async def release_on(conn: Conn, keys: Iterable[EventKey]) -> None:
     rows = [(p, str(e)) for p, e in keys]
     if rows:
         await conn.executemany(
-            "UPDATE inbound_events SET held = NULL, held_seq = NULL"
+            "UPDATE inbound_events SET held = NULL, held_seq = NULL, claimed_by = NULL"
             " WHERE platform = ? AND event_id = ? AND held IS NOT NULL", rows)
 
 
 class InboxMixin(StoreBase):
     async def inbound_hold(self, platform: str, event_id: str, session_key: str,
-                           payload: str) -> None:
+                           payload: str, *, claimed_by: str | None = None) -> bool:
         """Hold an event for `session_key` (durable when this returns), at the end of the
-        line. Holding it again keeps its place and replaces the payload."""
+        line, claimed by `claimed_by` (the boot whose session takes it) in the same
+        statement. Holding it again keeps its place and replaces the payload. Returns False,
+        changing nothing, when the event is already held and claimed by `claimed_by`: a
+        session of that boot has it (exactly one path takes an event)."""
 
-        async def op(conn: Conn) -> None:
-            await conn.execute(
+        async def op(conn: Conn) -> bool:
+            cur = await conn.execute(
                 "INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
-                " held, held_seq) VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(held_seq), 0) + 1"
-                " FROM inbound_events WHERE held IS NOT NULL))"
+                " held, held_seq, claimed_by) VALUES (?, ?, ?, ?, ?, (SELECT"
+                " COALESCE(MAX(held_seq), 0) + 1 FROM inbound_events WHERE held IS NOT NULL), ?)"
                 " ON CONFLICT(platform, event_id) DO UPDATE SET session_key = excluded.session_key,"
                 " held = excluded.held, held_seq = COALESCE(inbound_events.held_seq,"
-                " excluded.held_seq)",
-                (platform, str(event_id), self._clock(), session_key, payload))
+                " excluded.held_seq), claimed_by = excluded.claimed_by"
+                " WHERE inbound_events.held IS NULL OR excluded.claimed_by IS NULL"
+                " OR inbound_events.claimed_by IS NOT excluded.claimed_by",
+                (platform, str(event_id), self._clock(), session_key, payload, claimed_by))
+            return cur.rowcount == 1
 
-        await self._write(op)
+        return await self._write(op)
 
     async def inbound_release(self, keys: Iterable[EventKey]) -> None:
         """Clear the hold of events handled another way (dropped by /stop, refused...)."""
@@ -64,3 +70,20 @@ class InboxMixin(StoreBase):
         return [HeldEvent(platform=r["platform"], event_id=r["event_id"],
                           session_key=r["session_key"] or "", payload=r["held"],
                           recorded_at=r["recorded_at"]) for r in rows]
+
+    async def inbound_claim_held(self, claimer: str) -> list[HeldEvent]:
+        """Claim, in one transaction, every held event no session of `claimer` has taken
+        (held by an earlier boot, or by nobody), and return them in the order they were
+        accepted. Events `claimer` already holds are not returned, so start-up recovery never
+        takes what the live path of its own boot has taken, and a second call returns none."""
+
+        async def op(conn: Conn) -> list[HeldEvent]:
+            rows = sorted(await conn.execute_fetchall(
+                "UPDATE inbound_events SET claimed_by = ? WHERE held IS NOT NULL"
+                " AND claimed_by IS NOT ?"
+                " RETURNING platform, event_id, session_key, held, recorded_at, held_seq",
+                (claimer, claimer)), key=lambda r: r[5])
+            return [HeldEvent(platform=r[0], event_id=r[1], session_key=r[2] or "",
+                              payload=r[3], recorded_at=r[4]) for r in rows]
+
+        return await self._write(op)

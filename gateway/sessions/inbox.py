@@ -5,22 +5,32 @@ The mailbox of a session worker lives in memory, while the event was already rec
 still waiting behind a running turn. So an event is *held* in state.db when it is accepted for
 a session, and released in the same transaction that stores its user message (or when it is
 dropped on purpose: /stop, a full mailbox). Start-up recovery hands held events back.
+
+Every hold is a *claim* by this process's boot id, written in the same statement: start-up
+recovery claims (`claim_held`) only events no session of its own boot has taken, and the live
+path does not take an event recovery of its boot has taken, so one event is handed to one
+session once (the restart race, docs/reliability.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterable
+from typing import Literal
 
 import structlog
 
 from gateway.events import MessageEvent
 from storage import scrub
 from storage.ports import HeldEvents
+from storage.types import HeldEvent
 
-__all__ = ["DurableInbox", "event_keys"]
+__all__ = ["DurableInbox", "HoldOutcome", "event_keys"]
 
 log = structlog.get_logger("gateway.sessions")
+
+HoldOutcome = Literal["held", "taken", "volatile"]
 
 
 def event_keys(events: Iterable[MessageEvent]) -> list[tuple[str, str]]:
@@ -31,18 +41,28 @@ class DurableInbox:
     """Holds and releases events through the store. Storage failures are logged, never
     raised: the in-memory mailbox still works, it is only not durable for that event."""
 
-    def __init__(self, store: HeldEvents) -> None:
+    def __init__(self, store: HeldEvents, *, boot_id: str | None = None) -> None:
+        """`boot_id` names this process's lifetime in the claims it writes (a fresh random
+        id by default; one per `GatewayRunner`)."""
         self._store = store
+        self.boot_id = boot_id or uuid.uuid4().hex
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def hold(self, key: str, event: MessageEvent) -> bool:
-        """True when the event is now held durably."""
+    async def take(self, key: str, event: MessageEvent) -> HoldOutcome:
+        """Hold and claim `event` for session `key`: "held" (durable now), "taken" (a
+        session of this boot already has it: do not queue it again) or "volatile" (storage
+        failed; it is queued in memory only)."""
         try:
-            await self._store.inbound_hold(event.platform, event.event_id, key, _payload(event))
+            took = await self._store.inbound_hold(event.platform, event.event_id, key,
+                                                  _payload(event), claimed_by=self.boot_id)
         except Exception as exc:  # noqa: BLE001 - see class docstring
             log.warning("inbound_hold_failed", session_key=key, error=type(exc).__name__)
-            return False
-        return True
+            return "volatile"
+        return "held" if took else "taken"
+
+    async def hold(self, key: str, event: MessageEvent) -> bool:
+        """True when the event is now held durably (see `take`)."""
+        return await self.take(key, event) == "held"
 
     async def release(self, events: Iterable[MessageEvent]) -> None:
         try:
@@ -61,11 +81,20 @@ class DurableInbox:
         task.add_done_callback(self._tasks.discard)
 
     async def held(self) -> list[tuple[str, MessageEvent, float]]:
-        """Held events in order as (session key, event, recorded at). A payload that no longer
-        parses is released and skipped."""
+        """Held events in order as (session key, event, recorded at), whoever claimed them
+        (a read; recovery uses `claim_held`). A payload that no longer parses is released."""
+        return await self._parse(await self._store.inbound_held())
+
+    async def claim_held(self) -> list[tuple[str, MessageEvent, float]]:
+        """Claim for this boot, in one transaction, the held events no session of this boot
+        has taken (those an earlier process was holding), in order, as `held()` returns
+        them. Events the live path of this boot holds are never among them."""
+        return await self._parse(await self._store.inbound_claim_held(self.boot_id))
+
+    async def _parse(self, rows: list[HeldEvent]) -> list[tuple[str, MessageEvent, float]]:
         out: list[tuple[str, MessageEvent, float]] = []
         bad: list[tuple[str, str]] = []
-        for h in await self._store.inbound_held():
+        for h in rows:
             try:
                 out.append((h.session_key, MessageEvent.model_validate_json(h.payload),
                             h.recorded_at))

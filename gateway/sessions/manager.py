@@ -41,6 +41,11 @@ class SessionManager:
     applies `busy_mode` (interrupt the running turn, queue behind it, or steer it) and sends a
     busy acknowledgement at most once per `busy_ack_interval_s` (30 s) per session. A full
     mailbox is reported to the user; nothing is dropped silently.
+
+    Created with `intake_open=False` (the runner does), live events are held durably and
+    *parked* in arrival order until `open_intake()`: start-up recovery runs first, alone, so
+    it never takes a message the live path has taken, and parked events are replayed after
+    the recovered work, in order (the restart race, docs/reliability.md).
     """
 
     def __init__(
@@ -54,6 +59,7 @@ class SessionManager:
         busy_ack_interval_s: float = BUSY_ACK_COOLDOWN_S,
         clock: Callable[[], float] = time.monotonic,
         inbox: DurableInbox | None = None,
+        intake_open: bool = True,
     ) -> None:
         self._handler = handler
         self._inbox = inbox
@@ -65,6 +71,10 @@ class SessionManager:
         self._clock = clock
         self._workers: dict[str, SessionWorker] = {}
         self._closing = False
+        self._parked: list[tuple[str, MessageEvent]] = []
+        self._open = asyncio.Event()
+        if intake_open:
+            self._open.set()
 
     # -- queries -------------------------------------------------------------------------
     def get(self, key: str) -> SessionWorker | None:
@@ -81,27 +91,70 @@ class SessionManager:
     def queue_depths(self) -> dict[str, int]:
         return {k: w.depth for k, w in self._workers.items() if w.depth}
 
+    @property
+    def intake_open(self) -> bool:
+        return self._open.is_set()
+
+    @property
+    def parked_count(self) -> int:
+        return len(self._parked)
+
+    async def wait_open(self) -> None:
+        """Until `open_intake()` ran (commands wait for it, so they see recovered state)."""
+        await self._open.wait()
+
+    async def open_intake(self) -> int:
+        """Replay the parked events in arrival order, then let live events through. Events
+        that arrive during the replay are parked behind it, so order holds. Returns how many
+        were replayed."""
+        replayed = 0
+        while self._parked and not self._closing:
+            key, event = self._parked.pop(0)
+            await self._accept(key, event)
+            replayed += 1
+        self._parked.clear()
+        self._open.set()
+        if replayed:
+            log.info("parked_events_replayed", count=replayed)
+        return replayed
+
     # -- intake --------------------------------------------------------------------------
     async def dispatch(self, key: str, event: MessageEvent, *, recovered: bool = False) -> str:
         """Queue `event` for session `key`; returns "started", "queued", "merged" (a burst
-        follow-up: the running turn restarts with it), "steered", "full" or "closing".
+        follow-up: the running turn restarts with it), "steered", "full", "closing",
+        "parked" (intake not open yet: replayed by `open_intake`) or "taken" (recovery of this
+        boot already queued this very event; nothing is done).
 
         With an inbox the event is held durably first, until its turn stores it (also while
         closing: it is answered after the restart). `recovered` events (start-up recovery)
         are already accounted for: they are queued in order, with no busy handling."""
-        held = (not recovered and self._inbox is not None
-                and await self._inbox.hold(key, event))
+        held = False
+        if not recovered and self._inbox is not None:
+            took = await self._inbox.take(key, event)
+            if took == "taken":  # start-up recovery of this boot already queued it
+                log.info("inbound_already_taken", session_key=key)
+                return "taken"
+            held = took == "held"
         if self._closing:
             await self._handler.notify(event, (
                 "⏳ The gateway is restarting; I'll answer this as soon as it is back."
                 if held else "The gateway is restarting; please resend in a moment."))
             return "closing"
-        worker = self._worker(key)
         if recovered:
+            worker = self._worker(key)
             outcome = worker.offer(event)
             if outcome == "full":
                 await self._report_full(key, worker, event)
             return outcome
+        if not self._open.is_set():
+            self._parked.append((key, event))
+            log.debug("inbound_parked", session_key=key, parked=len(self._parked))
+            return "parked"
+        return await self._accept(key, event)
+
+    async def _accept(self, key: str, event: MessageEvent) -> str:
+        """A live event, held already: the busy policy and the worker's mailbox."""
+        worker = self._worker(key)
         busy = worker.busy
         if busy and self.busy_mode == "steer" and await self._handler.steer(key, event):
             return "steered"
@@ -179,6 +232,9 @@ class SessionManager:
     async def close(self, *, drain_timeout_s: float) -> None:
         """Stop intake, give running turns `drain_timeout_s`, then interrupt them."""
         self._closing = True
+        # Parked events stay held (claimed by this boot): the next start recovers them.
+        self._parked.clear()
+        self._open.set()
         workers = list(self._workers.values())
         await asyncio.gather(
             *(w.close(drain_timeout_s=drain_timeout_s) for w in workers), return_exceptions=True

@@ -17,6 +17,7 @@ from storage.migrations import (
     m0003_guard_columns,
     m0004_held_events,
     m0005_session_scope,
+    m0006_held_claims,
 )
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate_sync", "split_statements"]
@@ -27,6 +28,7 @@ MIGRATIONS: tuple[str, ...] = (
     m0003_guard_columns.SQL,
     m0004_held_events.SQL,
     m0005_session_scope.SQL,
+    m0006_held_claims.SQL,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

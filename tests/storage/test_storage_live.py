@@ -115,3 +115,23 @@ async def test_a_failed_append_keeps_the_hold(store: StateStore) -> None:
     with pytest.raises(SessionNotFoundError):
         await store.append_live("missing", turn("q", "a"), release=[("tg", "1")])
     assert [h.event_id for h in await store.inbound_held()] == ["1"]
+
+
+async def test_a_held_event_is_claimed_by_one_boot_once(store: StateStore) -> None:
+    """Issue 15: the live path holds and claims in one statement; recovery claims only what
+    no session of its own boot took, once; the live path does not take what recovery of its
+    boot took; a release clears the claim with the hold."""
+    assert await store.inbound_hold("tg", "old", "tg:dm:c1", '{"t": "old"}',
+                                    claimed_by="boot-1") is True
+    assert await store.inbound_hold("tg", "new", "tg:dm:c1", '{"t": "new"}',
+                                    claimed_by="boot-2") is True
+    claimed = await store.inbound_claim_held("boot-2")
+    assert [h.event_id for h in claimed] == ["old"]  # not "new": boot 2's live path has it
+    assert await store.inbound_claim_held("boot-2") == []  # a second scan takes nothing
+    assert await store.inbound_hold("tg", "old", "tg:dm:c1", '{"t": "old"}',
+                                    claimed_by="boot-2") is False  # recovery of boot 2 has it
+    assert [h.event_id for h in await store.inbound_held()] == ["old", "new"]
+    await store.inbound_release([("tg", "old"), ("tg", "new")])
+    assert await store.inbound_held() == []
+    assert await store.inbound_hold("tg", "new", "tg:dm:c1", "{}", claimed_by="boot-2") is True
+    assert [h.event_id for h in await store.inbound_claim_held("boot-3")] == ["new"]
