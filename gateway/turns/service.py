@@ -132,11 +132,13 @@ class TurnService:
             log.info("turn_proceeds_uncompressed", session_id=session.id)
         # A compression may have rotated the session meanwhile: the store follows it to the
         # tip (the reset policy is not applied a second time; it would reset the new child).
-        recovered = isinstance(last.raw, dict) and last.raw.get("recovered_message_id")
+        # A turn re-run after a restart carries a message already stored: only the others
+        # of its batch (a burst, or what queued behind an interrupt) are stored now.
+        fresh = [ev for ev in events if not _is_rerun(ev)]
         sid = session.id
-        if not recovered:  # stored, and the events' durable hold let go, in one transaction
-            sid, _ = await self._store.append_live(sid, [_user_message(events)],
-                                                   release=event_keys(events))
+        if fresh:  # stored, and the events' durable hold let go, in one transaction
+            sid, _ = await self._store.append_live(sid, [_user_message(fresh)],
+                                                   release=event_keys(fresh))
         session, history = await self._store.live_history(sid)
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
@@ -315,6 +317,10 @@ def _progress_line(policy: str, seen: list[str], name: str) -> str | None:
     if policy == "all":
         return "\n".join(f"🔧 {n}" for n in seen[-5:])
     return None if repeat else f"🔧 {name}…"
+
+
+def _is_rerun(event: MessageEvent) -> bool:
+    return isinstance(event.raw, dict) and bool(event.raw.get("recovered_message_id"))
 
 
 def _user_message(events: list[MessageEvent]) -> dict[str, Any]:
