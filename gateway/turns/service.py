@@ -184,6 +184,7 @@ class TurnService:
                 break
         except Exception:
             outcome = "error"  # a crash, logged by `run_turn`; not an interrupt
+            await self._close_preview(consumer, shown)
             raise
         finally:
             used, leftover = await self._steering.end(key, steering)
@@ -260,6 +261,19 @@ class TurnService:
                 session = await self._store.get_session(sid) or session
         return session, final
 
+    async def _close_preview(self, consumer: StreamConsumer | None,
+                             shown: TurnTranscript) -> None:
+        """A turn that ends without its final (interrupted, or crashed: the failure notice
+        follows) leaves its preview as shown so far with a note, not a streaming cursor."""
+        if consumer is None or consumer.message_id is None:
+            return
+        text = f"{shown.shown()}\n\n{INTERRUPTED_NOTE}".strip()
+        try:
+            await consumer.finish(Rendered([text], formatted=False),
+                                  lambda: Rendered([text], formatted=False))
+        except Exception as exc:  # noqa: BLE001 - the preview stays as it was
+            log.warning("interrupted_note_failed", error=type(exc).__name__)
+
     async def _finish(self, session: Session, terminal: Terminal, shown: TurnTranscript,
                       consumer: StreamConsumer | None, target: ReplyTarget,
                       final: PreparedFinal | None) -> None:
@@ -268,13 +282,7 @@ class TurnService:
                 await self._delivery.send_final(final, consumer)
             return
         if isinstance(terminal, ae.Interrupted):
-            if consumer is not None and consumer.message_id is not None:
-                text = f"{shown.shown()}\n\n{INTERRUPTED_NOTE}".strip()
-                try:
-                    await consumer.finish(Rendered([text], formatted=False),
-                                          lambda: Rendered([text], formatted=False))
-                except Exception as exc:  # noqa: BLE001 - the preview stays as it was
-                    log.warning("interrupted_note_failed", error=type(exc).__name__)
+            await self._close_preview(consumer, shown)
             return
         message = (terminal.error.message if isinstance(terminal, ae.Error)
                    else terminal.message)

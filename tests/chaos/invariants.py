@@ -8,7 +8,10 @@ For every accepted user message (see `tests.chaos.platforms` for "accepted"):
   none and a failure notice (a bot message starting with ⚠️, or "please resend") in its chat
   after it was sent;
 - no half-edited final: no bot message left showing an answer cut short (starts like an
-  answer, does not end like one, carries no "Interrupted" note);
+  answer, does not end like one, carries no "Interrupted" note). A preview still showing
+  the streaming cursor (▌) is counted apart as a stale preview: SIGKILL leaves the preview
+  of a turn in flight where it was, and the process cannot know of it after the restart
+  (the answer then comes as a new message); it is reported, not a violation;
 - order kept per conversation (a user in a chat/thread): answers come in the order the
   messages were stored, and messages are stored in the order the platform delivered them;
 - no cross-chat: no answer naming a marker lands in another chat or thread, and no stored
@@ -33,6 +36,7 @@ from tests.chaos.platforms import Driver, Final, Sent
 __all__ = ["Verdict", "check"]
 
 INTERRUPTED = "⏹ Interrupted."
+CURSOR = "▌"
 
 
 def is_failure_notice(text: str) -> bool:
@@ -61,6 +65,7 @@ class Verdict:
     out_of_order: list[str] = field(default_factory=list)
     cross_chat: list[str] = field(default_factory=list)
     half_edited: list[str] = field(default_factory=list)
+    stale_previews: int = 0
     storage: list[str] = field(default_factory=list)
     memory: list[str] = field(default_factory=list)
 
@@ -117,7 +122,9 @@ def check(sents: list[Sent], drivers: list[Driver], db: Path, *, last_pid: int |
         if not is_answer(f.text):
             continue
         complete = answer_body(f.text).endswith("END")
-        if not complete and not f.text.endswith(INTERRUPTED):
+        if f.text.endswith(CURSOR):
+            v.stale_previews += 1
+        elif not complete and not f.text.endswith(INTERRUPTED):
             v.half_edited.append(f"{f.platform}:{f.chat}: {f.text[:60]!r}")
         for m in MARKER.findall(f.text):
             sent = by_marker.get(m)

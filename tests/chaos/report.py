@@ -42,6 +42,7 @@ def table(r: ChaosResult) -> str:
         ("out of order", str(len(v.out_of_order))),
         ("cross-chat", str(len(v.cross_chat))),
         ("half-edited finals", str(len(v.half_edited))),
+        ("stale previews (SIGKILL mid-stream)", str(v.stale_previews)),
         ("storage (integrity, leases, inbox)", "ok" if not v.storage else "; ".join(v.storage)),
         ("answer latency p50 / p99", f"{_fmt_s(percentile(r.latencies, 0.5))} / "
                                      f"{_fmt_s(percentile(r.latencies, 0.99))}"),
