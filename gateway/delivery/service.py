@@ -33,6 +33,8 @@ TYPING_REFRESH_S = 4.0
 MAX_RETRIES = 8
 #: Pause before re-sending a final after a transient failure: 2 s doubling to 60 s, jittered.
 _RESEND = Backoff(base_s=2.0, cap_s=60.0)
+_MARK_RETRY = Backoff(base_s=0.25, cap_s=5.0)
+_MARK_ATTEMPTS = 10  # about 30 s in all
 
 
 class DeliveryLedger(OutboxLedger, Reachability, Protocol):
@@ -265,8 +267,20 @@ class DeliveryService:
         return ids
 
     async def _delivered(self, final: PreparedFinal, ids: list[str] | None, tries: int) -> None:
-        """Mark the row delivered (its text and every attachment are out) and say so."""
-        await self._ledger.outbox_mark_delivered([final.outbox_id], ids)
+        """Mark the row delivered (its text and every attachment are out) and say so. The
+        reply is in the chat already: a failing write (disk full, a long lock) is retried for
+        a while, since a row left open is sent again after a restart (a duplicate)."""
+        for attempt in range(1, _MARK_ATTEMPTS + 1):
+            try:
+                await self._ledger.outbox_mark_delivered([final.outbox_id], ids)
+                break
+            except Exception as exc:  # noqa: BLE001 - retried; the reply itself is out
+                log.warning("final_mark_failed", adapter=final.target.adapter,
+                            outbox_id=final.outbox_id, attempt=attempt,
+                            error=type(exc).__name__)
+                if attempt == _MARK_ATTEMPTS:
+                    return
+                await asyncio.sleep(_MARK_RETRY.delay(attempt))
         log.debug("final_delivered", adapter=final.target.adapter, outbox_id=final.outbox_id,
                  parts=len(ids or ()), attachments=len(final.attachments), retries=tries)
 

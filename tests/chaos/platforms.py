@@ -194,7 +194,7 @@ class SlackDriver(Driver):
 
     def __init__(self, rng: random.Random, users: int) -> None:
         super().__init__(rng)
-        self.fake = FakeSlack()
+        self.fake = FakeSlack(retry_unacked_s=5.0)
         self.user_ids = [f"U{100 + i}" for i in range(users)]
 
     async def start(self) -> None:

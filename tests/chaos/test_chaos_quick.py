@@ -18,7 +18,7 @@ SEED = int(os.environ.get("HERMES_CHAOS_SEED", "1515"))
 
 
 def quick_options(seed: int) -> ChaosOptions:
-    return ChaosOptions(seed=seed, duration_s=30, users=4, messages=60, kills=4,
+    return ChaosOptions(seed=seed, duration_s=25, users=4, messages=50, kills=3,
                         platform_faults=12, storage_faults=2, model_fault_rate=0.1,
                         quiesce_s=45, rss_limit_mb=600, disk_mb=48)
 
@@ -26,7 +26,7 @@ def quick_options(seed: int) -> ChaosOptions:
 async def test_quick_chaos_run_keeps_every_promise(tmp_path: Path) -> None:
     result = await run_chaos(quick_options(SEED), tmp_path / "chaos")
     print(result.table())
-    assert sum(result.kills.values()) >= 4
+    assert sum(result.kills.values()) >= 4  # 3 kill points, one at start-up (two signals)
     assert result.kills["SIGTERM"] and result.kills["SIGKILL"]
-    assert result.verdict.accepted >= 35
+    assert result.verdict.accepted >= 30
     assert result.verdict.ok, result.failure_text() + "\n" + result.table()

@@ -66,6 +66,7 @@ class FakeSlack:
         bot_id: str = "BBOT",
         team_id: str = "T0001",
         echo_bot_messages: bool = True,
+        retry_unacked_s: float | None = None,
     ) -> None:
         self.bot_token, self.app_token, self.signing_secret = bot_token, app_token, signing_secret
         self.bot_user_id, self.bot_id, self.team_id = bot_user_id, bot_id, team_id
@@ -88,6 +89,10 @@ class FakeSlack:
         self.outages: list[tuple[int, str]] = []  # (status, plain-text body) for the next calls
         self.stall_next_s = 0.0  # the next API call hangs this long before it is answered
         self.slow_s = 0.0  # every API call waits this long before it is answered
+        #: like Slack, send an envelope not acked within this many seconds again (None: only
+        #: on the next connection)
+        self.retry_unacked_s = retry_unacked_s
+        self._sent_at: dict[str, float] = {}
         self._rate_limits: list[tuple[frozenset[str], float]] = []
         self._errors: dict[str, list[str]] = {}
         self._seq = itertools.count(1)
@@ -155,6 +160,8 @@ class FakeSlack:
         await site.start()
         self.port = self._runner.addresses[0][1]
         self._http = aiohttp.ClientSession()
+        if self.retry_unacked_s is not None:
+            self._spawn(self._retry_unacked(self.retry_unacked_s))
         return self
 
     async def stop(self) -> None:
@@ -445,10 +452,25 @@ class FakeSlack:
         env = envelope(payload, retry_attempt=0 if retry_of is None else 1,
                        retry_reason="" if retry_of is None else "timeout")
         self.pending[env["envelope_id"]] = env
+        self._sent_at[env["envelope_id"]] = time.monotonic()
         for ws in self.live_sockets()[-1:]:
             with contextlib.suppress(Exception):
                 await ws.send_json(env)
         return payload
+
+    async def _retry_unacked(self, after_s: float) -> None:
+        while True:
+            await asyncio.sleep(after_s / 2)
+            now = time.monotonic()
+            for eid, env in list(self.pending.items()):
+                if now - self._sent_at.get(eid, now) < after_s:
+                    continue
+                env["retry_attempt"] = env.get("retry_attempt", 0) + 1
+                env["retry_reason"] = "timeout"
+                self._sent_at[eid] = now
+                for ws in self.live_sockets()[-1:]:
+                    with contextlib.suppress(Exception):
+                        await ws.send_json(env)
 
     async def post_event(self, payload: dict[str, Any], *, retry_num: int | None = None,
                          secret: str | None = None, timestamp: int | None = None
