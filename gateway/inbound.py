@@ -80,8 +80,12 @@ class InboundRouter:
         group_sessions_per_user: bool = True,
         group_commands: GroupCommands = "admins",
         spaces: UserSpaces | None = None,
+        boot_id: str | None = None,
     ) -> None:
-        """`spaces`: inbound attachments are moved into their chat's cache folder there."""
+        """`spaces`: inbound attachments are moved into their chat's cache folder there.
+        `boot_id` (this process's lifetime) claims each dedup record until the event's fate
+        is stored, so an event cut off between its record and its hold by a crash is taken
+        again when the platform redelivers it (docs/reliability.md)."""
         self._store = store
         self._adapters = adapters
         self._delivery = delivery
@@ -96,7 +100,7 @@ class InboundRouter:
         self.routed = 0
         self._pipeline = Pipeline([
             drop_self_and_bots,
-            Dedup(_StoreLedger(store)),
+            Dedup(_StoreLedger(store, boot_id)),
             self._clear_unreachable,
             Authorize(policy, PairingDesk(store), self._reply),
             MentionGate(require_mention),
@@ -127,6 +131,11 @@ class InboundRouter:
             self._spawn(self._delivery.turn_complete(ReplyTarget.of(event), ok=False,
                                                      error=f"not processed: {item.dropped}"),
                         "complete")
+        if item.new and not item.notes.get("routed"):
+            # Its fate is decided without a hold (dropped, a command): the record is settled.
+            # Not awaited: lost in a crash, a redelivery is only dropped or run again.
+            self._spawn(self._store.inbound_settle([(event.platform, event.event_id)]),
+                        "settle")
         return item.new
 
     async def _reply(self, event: MessageEvent, text: str) -> None:
@@ -198,6 +207,7 @@ class InboundRouter:
         if ev.attachments and self._spaces is not None:
             ev = await asyncio.to_thread(self._spaces.adopt_attachments, ev)
         self.routed += 1
+        item.notes["routed"] = True  # held by the session lane: its hold settles the record
         log.debug("inbound_routed", platform=ev.platform, event_id=ev.event_id, session_key=key)
         await self._manager.dispatch(key, ev)
 
@@ -210,8 +220,9 @@ class InboundRouter:
 class _StoreLedger:
     """The pipeline's `Dedup` ledger over the state store."""
 
-    def __init__(self, store: DedupLedger) -> None:
+    def __init__(self, store: DedupLedger, boot_id: str | None) -> None:
         self._store = store
+        self._boot_id = boot_id
 
     async def record_inbound(self, platform: str, event_id: str) -> bool:
-        return await self._store.record_if_new(platform, event_id)
+        return await self._store.record_if_new(platform, event_id, claimed_by=self._boot_id)

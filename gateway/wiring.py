@@ -12,6 +12,7 @@ what is built here; nothing here starts a task or opens a socket.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,12 +165,13 @@ def wire(
         return adapter.settings.require_mention if adapter is not None else True
 
     activity = AdapterActivity(metrics)
+    boot_id = uuid.uuid4().hex  # claims what this process takes (held events, finals)
     delivery = DeliveryService(
         adapters, store,
         files=outbound_files(config, paths, agents.spaces),
         stream=StreamSettings(edit_interval_s=gw.streaming.edit_interval_s,
                               enabled=gw.streaming.enabled),
-        on_outbound=activity.note_outbound,
+        on_outbound=activity.note_outbound, boot_id=boot_id,
     )
     compression = _compression(config, store, agents, delivery, adapters, metrics, format_hint)
     turns = build_turns(
@@ -180,7 +182,7 @@ def wire(
         settings=TurnSettings(tool_progress=tool_progress),
         compression=compression, metrics=metrics, clock=clock,
     )
-    inbox = DurableInbox(store)
+    inbox = DurableInbox(store, boot_id=boot_id)
     manager = SessionManager(
         turns, busy_mode=gw.busy_mode, mailbox_size=gw.mailbox_size,
         merge_window_s=gw.burst_merge_s, busy_ack_interval_s=gw.busy_ack_interval_s,
@@ -195,7 +197,7 @@ def wire(
         store=store, adapters=adapters, delivery=delivery, manager=manager, commands=commands,
         command_services=services, policy=policy, require_mention=require_mention,
         group_sessions_per_user=gw.group_sessions_per_user, group_commands=gw.group_commands,
-        spaces=agents.spaces,
+        spaces=agents.spaces, boot_id=boot_id,
     )
     supervisor = AdapterSupervisor(
         adapters, emit=inbound.emit, cache_dir=paths.cache,

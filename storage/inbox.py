@@ -19,7 +19,8 @@ async def release_on(conn: Conn, keys: Iterable[EventKey]) -> None:
     if rows:
         await conn.executemany(
             "UPDATE inbound_events SET held = NULL, held_seq = NULL, claimed_by = NULL"
-            " WHERE platform = ? AND event_id = ? AND held IS NOT NULL", rows)
+            " WHERE platform = ? AND event_id = ?"
+            " AND (held IS NOT NULL OR claimed_by IS NOT NULL)", rows)
 
 
 class InboxMixin(StoreBase):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from storage.base import StoreBase
 from storage.codec import scrub
+from storage.inbox import EventKey
 from storage.syncconn import Conn
 from storage.types import OutboxItem
 
@@ -42,18 +43,47 @@ class LedgersMixin(StoreBase):
     """Inbound events, outbox, cursors and unreachable chats."""
 
     # -- inbound ---------------------------------------------------------------------------
-    async def record_if_new(self, platform: str, event_id: str) -> bool:
-        """Durably record an inbound event; True the first time, False for a repeat."""
+    async def record_if_new(self, platform: str, event_id: str, *,
+                            claimed_by: str | None = None) -> bool:
+        """Durably record an inbound event; True the first time, False for a repeat.
+
+        With `claimed_by` (the recording process's boot id) the record stays claimed until
+        the event's fate is stored: its hold (then its release), or `inbound_settle`. An event
+        whose record is still claimed by another boot, and not held, was cut off between the
+        record and its hold when that process died: it counts as new once more, for
+        `claimed_by` (the platform delivers it again because its offset was not confirmed)."""
 
         async def op(conn: Conn) -> bool:
             cur = await conn.execute(
-                "INSERT OR IGNORE INTO inbound_events(platform, event_id, recorded_at)"
-                " VALUES (?, ?, ?)",
-                (platform, str(event_id), self._clock()),
+                "INSERT OR IGNORE INTO inbound_events(platform, event_id, recorded_at,"
+                " claimed_by) VALUES (?, ?, ?, ?)",
+                (platform, str(event_id), self._clock(), claimed_by),
             )
+            if cur.rowcount == 1:
+                return True
+            if claimed_by is None:
+                return False
+            cur = await conn.execute(
+                "UPDATE inbound_events SET claimed_by = ? WHERE platform = ? AND event_id = ?"
+                " AND held IS NULL AND claimed_by IS NOT NULL AND claimed_by != ?",
+                (claimed_by, platform, str(event_id), claimed_by))
             return cur.rowcount == 1
 
         return await self._write(op)
+
+    async def inbound_settle(self, keys: Iterable[EventKey]) -> None:
+        """The fate of these recorded events is decided without a hold (dropped by policy, a
+        command run): their records stop being claimed, so a redelivery is a repeat."""
+        rows = [(p, str(e)) for p, e in keys]
+        if not rows:
+            return
+
+        async def op(conn: Conn) -> None:
+            await conn.executemany(
+                "UPDATE inbound_events SET claimed_by = NULL"
+                " WHERE platform = ? AND event_id = ? AND held IS NULL", rows)
+
+        await self._write(op)
 
     async def prune_ledgers(self, older_than: float, *, batch: int = 5_000) -> dict[str, int]:
         """Delete bookkeeping rows last touched before `older_than` (epoch seconds): dedup
@@ -93,19 +123,21 @@ class LedgersMixin(StoreBase):
         chat_type: str | None = None,
         preview_message_id: str | None = None,
         attachments: Sequence[dict[str, object]] = (),
+        claimed_by: str | None = None,
     ) -> int:
         """Record a reply as `pending` before it is sent; returns its id. `attachments` are
-        JSON-able dicts kept for a re-send after a crash."""
+        JSON-able dicts kept for a re-send after a crash. `claimed_by` names the boot that
+        sends it (start-up recovery of that boot leaves it alone)."""
         files = json.dumps(list(attachments))
 
         async def op(conn: Conn) -> int:
             now = self._clock()
             cur = await conn.execute(
                 "INSERT INTO outbox(session_id, platform, chat_id, thread_id, reply_to, text,"
-                " created_at, updated_at, chat_type, preview_message_id, attachments)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " created_at, updated_at, chat_type, preview_message_id, attachments,"
+                " claimed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (session_id, platform, str(chat_id), thread_id, reply_to, scrub(text), now, now,
-                 chat_type, preview_message_id, files),
+                 chat_type, preview_message_id, files, claimed_by),
             )
             return int(cur.lastrowid or 0)
 
@@ -195,6 +227,19 @@ class LedgersMixin(StoreBase):
             (cutoff,),
         )
         return [_outbox(r) for r in rows]
+
+    async def outbox_claim_undelivered(self, claimer: str) -> list[OutboxItem]:
+        """Claim for `claimer`, in one transaction, every pending/sent entry it has not
+        claimed (recorded by an earlier boot), and return them oldest first. Entries
+        `claimer` recorded itself are never returned, and a second call returns none."""
+
+        async def op(conn: Conn) -> list[OutboxItem]:
+            rows = await conn.execute_fetchall(
+                "UPDATE outbox SET claimed_by = ? WHERE state IN ('pending', 'sent')"
+                " AND claimed_by IS NOT ? RETURNING *", (claimer, claimer))
+            return sorted((_outbox(r) for r in rows), key=lambda o: (o.created_at, o.id))
+
+        return await self._write(op)
 
     # -- cursors ---------------------------------------------------------------------------
     async def get_cursor(self, name: str) -> str | None:

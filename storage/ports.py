@@ -244,8 +244,13 @@ class CompactionCommitter(Protocol):
 class DedupLedger(Protocol):
     """Durable inbound dedup by (platform, event id)."""
 
-    async def record_if_new(self, platform: str, event_id: str) -> bool:
-        """True the first time an event is recorded, False for a repeat."""
+    async def record_if_new(self, platform: str, event_id: str, *,
+                            claimed_by: str | None = None) -> bool:
+        """True the first time an event is recorded, False for a repeat (see the store)."""
+        ...
+
+    async def inbound_settle(self, keys: Iterable[EventKey]) -> None:
+        """Recorded events whose fate is decided without a hold."""
         ...
 
 
@@ -272,6 +277,7 @@ class OutboxLedger(Protocol):
         thread_id: str | None = None, reply_to: str | None = None,
         chat_type: str | None = None, preview_message_id: str | None = None,
         attachments: Sequence[dict[str, object]] = (),
+        claimed_by: str | None = None,
     ) -> int: ...
 
     async def outbox_mark_sent(self, outbox_id: int,
@@ -290,6 +296,8 @@ class OutboxLedger(Protocol):
     async def outbox_get(self, outbox_id: int) -> OutboxItem | None: ...
 
     async def outbox_undelivered(self, max_age: float | None = None) -> list[OutboxItem]: ...
+
+    async def outbox_claim_undelivered(self, claimer: str) -> list[OutboxItem]: ...
 
     async def outbox_latest_for_session(self, session_id: str) -> OutboxItem | None: ...
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -81,9 +82,12 @@ class DeliveryService:
         stream: StreamSettings = StreamSettings(),
         clock: Callable[[], float] = time.time,
         on_outbound: Callable[[str], None] = lambda _adapter: None,
+        boot_id: str | None = None,
     ) -> None:
         """`on_outbound(adapter name)` is called after every successful platform send.
-        Without `files` no reply may attach a file."""
+        Without `files` no reply may attach a file. `boot_id` (this process's lifetime; a
+        random one by default) claims every final this service records, so `recover()` never
+        re-sends a final that is being sent live."""
         self._adapters = adapters
         self._ledger = ledger
         self.budgets = budgets or RateBudgets()
@@ -94,6 +98,7 @@ class DeliveryService:
         self._unreachable: set[tuple[str, str]] = set()
         self._typing: dict[ReplyTarget, asyncio.Task[None]] = {}
         self._on_outbound = on_outbound
+        self.boot_id = boot_id or uuid.uuid4().hex
 
     async def load_unreachable(self) -> None:
         """Remember which chats were marked unreachable (by an earlier run too)."""
@@ -222,7 +227,7 @@ class DeliveryService:
             platform=target.adapter, chat_id=target.chat_id, text=body,
             session_id=session_id, thread_id=target.thread_id, reply_to=target.reply_to,
             chat_type=target.chat_type, preview_message_id=preview_message_id,
-            attachments=[a.model_dump() for a in allowed])
+            attachments=[a.model_dump() for a in allowed], claimed_by=self.boot_id)
         return PreparedFinal(target, outbox_id, body, tuple(allowed))
 
     async def send_final(self, final: PreparedFinal,
@@ -454,8 +459,10 @@ class DeliveryService:
     # -- recovery ------------------------------------------------------------------------------
     async def recover(self) -> tuple[int, int]:
         """At start-up: re-send undelivered finals younger than 24 h once, with a marker;
-        mark older ones expired. Returns (resent, expired)."""
-        pending = await self._ledger.outbox_undelivered()
+        mark older ones expired. Returns (resent, expired). Only finals an earlier process
+        recorded are taken (claimed for this boot in one transaction): one recorded by this
+        process is being sent by its own turn."""
+        pending = await self._ledger.outbox_claim_undelivered(self.boot_id)
         now = self._clock()
         old = [p.id for p in pending if now - p.created_at > RECOVERY_MAX_AGE_S]
         if old:

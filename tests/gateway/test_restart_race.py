@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from adapters.fake import FakeAdapter
+from gateway.delivery.service import DeliveryService, ReplyTarget
 from gateway.events import OutboundMessage, SendResult
 from gateway.paths import ProfilePaths, ensure_profile_dirs
 from gateway.recovery import HELD_NOTICE, RESUME_NOTICE
 from gateway.runner import GatewayRunner
+from storage import StateStore
 from tests.fakes.openai_server import FakeOpenAIServer, RecordedRequest, Reply, hang
 from tests.gateway.runtime_harness import make_config, runner_for
 
@@ -31,8 +33,9 @@ QUEUE: dict[str, Any] = {"gateway__busy_mode": "queue", "gateway__burst_merge_s"
 
 
 class GatedAdapter(FakeAdapter):
-    """The fake platform; sending a text that contains `hold_text` waits until `release` is
-    set (the first time `reached` is set). Holding that send holds start-up recovery."""
+    """The fake platform; the first send of a text that contains `hold_text` sets `reached`
+    and waits until `release` is set. Holding that send holds start-up recovery (or a live
+    reply)."""
 
     def __init__(self, hold_text: str) -> None:
         super().__init__("fake")
@@ -41,7 +44,7 @@ class GatedAdapter(FakeAdapter):
         self.release = asyncio.Event()
 
     async def send(self, message: OutboundMessage) -> SendResult:
-        if self.hold_text in message.text and not self.release.is_set():
+        if self.hold_text in message.text and not self.reached.is_set():
             self.reached.set()
             await self.release.wait()
         return await super().send(message)
@@ -227,3 +230,75 @@ async def test_recovered_events_come_before_what_arrived_during_recovery(tmp_pat
         assert users == ["hello", "first", "second", "third"], users
         answers = [m for m in adapter.messages("c1") if m.startswith("echo: ")]
         assert answers == ["echo: first", "echo: second", "echo: third"], answers
+
+
+async def test_recovery_does_not_resend_a_final_that_is_being_sent_live(tmp_path):
+    """Re-sending recorded finals at start-up vs live delivery: a final recorded by a live
+    turn of this process and still being sent when recovery reads the outbox is not re-sent
+    by recovery; the one an earlier process left unsent is, once."""
+    async with await StateStore.open(tmp_path / "state.db") as store:
+        target = ReplyTarget("fake", "c1", None, None, "dm")
+        earlier = DeliveryService({"fake": FakeAdapter("fake")}, store)  # the dead process
+        await earlier.record_final(target, "left unsent", session_id=None)
+        adapter = GatedAdapter("live reply")
+        delivery = DeliveryService({"fake": adapter}, store)
+        live = asyncio.create_task(delivery.deliver_final(target, "live reply",
+                                                          session_id=None))
+        await asyncio.wait_for(adapter.reached.wait(), 10)  # recorded, being sent
+        recovering = asyncio.create_task(delivery.recover())
+        await until(lambda: _sent_once(adapter, "left unsent"))
+        adapter.release.set()
+        resent, _expired = await recovering
+        await live
+        assert resent == 1
+        assert sum("live reply" in m for m in adapter.messages("c1")) == 1, \
+            adapter.messages("c1")
+        assert sum("left unsent" in m for m in adapter.messages("c1")) == 1
+        assert await delivery.recover() == (0, 0)  # claimed: a second scan takes nothing
+        assert await store.outbox_undelivered() == []
+
+
+async def _sent_once(adapter: FakeAdapter, text: str) -> bool:
+    return any(text in m for m in adapter.messages("c1"))
+
+
+async def test_an_event_recorded_but_not_held_when_the_process_died_is_answered(tmp_path, model):
+    """Dedup records vs held rows: the previous process recorded the event as seen (dedup,
+    claimed by its boot) and was killed before holding it, so the platform did not get the
+    offset confirmed and delivers it again. It is answered, once."""
+    paths = ensure_profile_dirs(ProfilePaths(tmp_path))
+    async with await StateStore.open(paths.state_db) as store:  # what the dead process wrote
+        assert await store.record_if_new("fake", "ev-gap", claimed_by="dead-boot") is True
+    async with runner_for(tmp_path, model, **QUEUE) as (runner, fake):
+        assert (await fake.inject("lost?", chat_id="c1", event_id="ev-gap")).new is True
+        await fake.wait_for(lambda: "echo: lost?" in fake.messages("c1"))
+        again = await fake.inject("lost?", chat_id="c1", event_id="ev-gap")
+        assert again.new is False  # taken once: now a repeat
+        await quiet(runner, fake)
+        assert fake.messages("c1").count("echo: lost?") == 1
+        assert await session_users(runner, "c1") == ["lost?"]
+
+
+async def test_events_settled_without_a_hold_stay_repeats_after_a_restart(tmp_path, model):
+    """An event whose fate was decided without a hold (a command, a refused user) is settled:
+    its redelivery after a restart is a repeat, not run again."""
+    async with runner_for(tmp_path, model, **QUEUE) as (runner, fake):
+        await fake.inject("/help", chat_id="c1", event_id="ev-cmd")
+        await fake.wait_for(lambda: len(fake.messages("c1")) == 1)
+        await fake.inject("hi", chat_id="c7", user_id="stranger", event_id="ev-refused")
+
+        async def settled() -> bool:
+            return await runner.store.inbound_held_count() == 0 and not await _claimed(runner)
+
+        await until(settled)
+    async with runner_for(tmp_path, model, **QUEUE) as (runner, fake):
+        assert (await fake.inject("/help", chat_id="c1", event_id="ev-cmd")).new is False
+        refused = await fake.inject("hi", chat_id="c7", user_id="stranger",
+                                    event_id="ev-refused")
+        assert refused.new is False
+
+
+async def _claimed(runner: GatewayRunner) -> list[str]:
+    rows = await runner.store._fetchall(  # the claims themselves are not part of any port
+        "SELECT event_id FROM inbound_events WHERE claimed_by IS NOT NULL")
+    return [r[0] for r in rows]

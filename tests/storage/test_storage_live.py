@@ -135,3 +135,20 @@ async def test_a_held_event_is_claimed_by_one_boot_once(store: StateStore) -> No
     assert await store.inbound_held() == []
     assert await store.inbound_hold("tg", "new", "tg:dm:c1", "{}", claimed_by="boot-2") is True
     assert [h.event_id for h in await store.inbound_claim_held("boot-3")] == ["new"]
+
+
+async def test_a_dedup_record_cut_off_before_its_hold_counts_as_new_once(
+        store: StateStore) -> None:
+    assert await store.record_if_new("tg", "1", claimed_by="boot-1") is True
+    assert await store.record_if_new("tg", "1", claimed_by="boot-1") is False  # same boot
+    assert await store.record_if_new("tg", "1") is False  # no claimer: a plain repeat
+    assert await store.record_if_new("tg", "1", claimed_by="boot-2") is True  # boot 1 died
+    assert await store.record_if_new("tg", "1", claimed_by="boot-3") is True  # boot 2 too
+    await store.inbound_settle([("tg", "1")])
+    assert await store.record_if_new("tg", "1", claimed_by="boot-4") is False  # settled
+    assert await store.record_if_new("tg", "2", claimed_by="boot-1") is True
+    await store.inbound_hold("tg", "2", "tg:dm:c1", "{}", claimed_by="boot-1")
+    assert await store.record_if_new("tg", "2", claimed_by="boot-2") is False  # held: recovery's
+    s = await store.create_session(source="tg")
+    await store.append_live(s.id, turn("two", "ok"), release=[("tg", "2")])
+    assert await store.record_if_new("tg", "2", claimed_by="boot-2") is False  # stored
