@@ -2,7 +2,7 @@
 
 For every accepted user message (see `tests.chaos.platforms` for "accepted"):
 - stored exactly once: exactly one user row of state.db holds its marker, in a session of
-  its own chat;
+  its own chat (the copies a compression makes in the session it rotates to do not count);
 - answered exactly once, or given an explicit failure notice: exactly one complete final
   answer (a bot message naming its marker and ending with `END`) in its chat and thread, or
   none and a failure notice (a bot message starting with ⚠️, or "please resend") in its chat
@@ -88,8 +88,27 @@ def _db_rows(db: Path) -> tuple[list[tuple[int, str, str]], dict[str, str], str,
     with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as c:
         chats = {sid: f"{chat}/{thread or '-'}" for sid, chat, thread in c.execute(
             "SELECT id, chat_id, thread_id FROM sessions")}
-        rows = [(rid, chats.get(sid, "?/-"), str(content or "")) for rid, sid, content in c.execute(
-            "SELECT id, session_id, content FROM messages WHERE role = 'user' ORDER BY id")]
+        parents = {sid: parent for sid, parent in c.execute(
+            "SELECT id, parent_session_id FROM sessions WHERE lineage_kind = 'compression'")}
+        by_session: dict[str, set[str]] = defaultdict(set)
+        raw = list(c.execute(
+            "SELECT id, session_id, content FROM messages WHERE role = 'user' ORDER BY id"))
+        for _rid, sid, content in raw:
+            by_session[sid].add(str(content or ""))
+
+        def copied(sid: str, content: str) -> bool:
+            """A compression child starts with copies of its parent's rows: not a store."""
+            seen: set[str] = set()
+            parent = parents.get(sid)
+            while parent and parent not in seen:
+                seen.add(parent)
+                if content in by_session.get(parent, ()):
+                    return True
+                parent = parents.get(parent)
+            return False
+
+        rows = [(rid, chats.get(sid, "?/-"), str(content or "")) for rid, sid, content in raw
+                if not copied(sid, str(content or ""))]
         integrity = str(c.execute("PRAGMA integrity_check").fetchone()[0])
         leases = [(str(s), h, float(e)) for s, h, e in c.execute(
             "SELECT session_id, holder, expires_at FROM compression_leases")]

@@ -108,9 +108,11 @@ class TelegramDriver(Driver):
 
     async def start(self) -> None:
         await self.api.start()
-        group = self.api.group_chat(-1001)
-        forum = self.api.forum_chat(-100777, topics=(11, 12))
         for i, u in enumerate(self.users):
+            # two users share a group and a forum: Telegram paces a group's sends to about
+            # 20 a minute, so a group per pair keeps the load of a run within what is real
+            group = self.api.group_chat(-1001 - i // 2)
+            forum = self.api.forum_chat(-100777 - i // 2, topics=(11, 12))
             uid = str(u["id"])
             self.convs.append(Conv(self.name, self.api.private_chat(u["id"]), None, uid, "dm"))
             self.convs.append(Conv(self.name, group, None, uid, "group"))

@@ -379,7 +379,9 @@ class ChaosRun:
         plan = Plan(opts.seed, opts.duration_s, opts.messages, opts.kills,
                     opts.platform_faults, opts.storage_faults)
         pairs = [(d.name, f) for d in self.drivers for f in d.faults]
-        schedule = make_schedule(plan, self.sched_rng, len(self.convs), pairs)
+        # DMs carry most of the traffic, as they do for a personal assistant
+        weights = [3.0 if c.kind == "dm" else 1.0 for c in self.convs]
+        schedule = make_schedule(plan, self.sched_rng, weights, pairs)
         if not self.disk.mounted:
             schedule = [a for a in schedule if a.kind != "disk_full"]
         await self.gw.start()

@@ -45,10 +45,10 @@ def _times(rng: random.Random, n: int, start: float, end: float) -> list[float]:
     return sorted(rng.uniform(start, end) for _ in range(n))
 
 
-def make_schedule(plan: Plan, rng: random.Random, convs: int,
+def make_schedule(plan: Plan, rng: random.Random, convs: list[float],
                   platform_faults: list[tuple[str, str]]) -> list[Action]:
-    """`platform_faults`: (platform, fault) pairs to choose from; `convs`: how many
-    conversations there are. Kills are spread evenly (with jitter) so the gateway gets time
+    """`platform_faults`: (platform, fault) pairs to choose from; `convs`: the weight of
+    each conversation (how likely a message goes there). Kills are spread evenly (with jitter) so the gateway gets time
     to run between them; messages arrive at random (Poisson-like) times."""
     end = plan.duration_s
     out: list[Action] = []
@@ -60,7 +60,7 @@ def make_schedule(plan: Plan, rng: random.Random, convs: int,
         if t >= end:
             t = rng.uniform(0.5, end)
         roll = rng.random()
-        conv = rng.randrange(convs)
+        conv = rng.choices(range(len(convs)), convs)[0]
         if roll < 0.10:
             n = min(rng.randint(2, 4), plan.messages - sent)
             out.append(Action(t, "burst", conv, n))
