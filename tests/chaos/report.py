@@ -36,6 +36,7 @@ def table(r: ChaosResult) -> str:
         ("answered / failure notice", f"{v.answered} / {v.failure_noticed}"),
         ("kills by signal", kills),
         ("kill points", modes),
+        ("compressions (summary calls)", str(r.summaries)),
         ("faults injected", f"{sum(r.faults.values())}: {faults}"),
         ("lost", str(len(v.lost))),
         ("duplicated", str(len(v.duplicated))),

@@ -65,6 +65,7 @@ class ChaosResult:
     peak_rss_mb: float
     wall_s: float
     conversations: int = 0
+    summaries: int = 0
     notes: list[str] = field(default_factory=list)
 
     def table(self) -> str:
@@ -417,7 +418,8 @@ class ChaosRun:
                            if s.marker in self.first_answer)
         return ChaosResult(opts, verdict, len(self.sent), self.kills, self.kill_modes,
                            self.faults, latencies, self.gw.peak_rss_mb(),
-                           time.monotonic() - started, len(self.convs), self.notes)
+                           time.monotonic() - started, len(self.convs), self.model.summaries,
+                           self.notes)
 
 
 async def run_chaos(opts: ChaosOptions, workdir: Path) -> ChaosResult:

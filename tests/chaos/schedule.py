@@ -89,8 +89,9 @@ def make_schedule(plan: Plan, rng: random.Random, convs: list[float],
             mode = (("sigterm_turn", "sigkill_turn", "sigterm_startup")[i] if i < 3
                     else rng.choices(modes, weights)[0])
             out.append(Action(2.0 + gap * i + rng.uniform(0.2, 0.8) * gap, "kill", name=mode))
-    for at in _times(rng, plan.storage_faults, 1.0, end):
-        if rng.random() < 0.6:
+    for i, at in enumerate(_times(rng, plan.storage_faults, 1.0, end)):
+        # the first two are one of each kind, so even a short run has both
+        if i == 0 or i > 1 and rng.random() < 0.6:
             out.append(Action(at, "read_txn", seconds=rng.uniform(1.0, 5.0)))
         else:
             out.append(Action(at, "disk_full", seconds=rng.uniform(1.0, 4.0)))
