@@ -95,6 +95,8 @@ class DeliveryService:
         self._stream = stream
         self._clock = clock
         self._retry_tasks: set[asyncio.Task[None]] = set()
+        #: retries of finals not out yet, per chat and thread: later replies wait for them
+        self._chat_retries: dict[tuple[str, str, str | None], set[asyncio.Task[None]]] = {}
         self._unreachable: set[tuple[str, str]] = set()
         self._typing: dict[ReplyTarget, asyncio.Task[None]] = {}
         self._on_outbound = on_outbound
@@ -237,6 +239,7 @@ class DeliveryService:
         background after a rate limit or transient error, replacing the same preview, or
         marked failed when the chat is unreachable). Stops the turn's typing indicator."""
         self._stop_typing(final.target)
+        await self.wait_earlier_finals(final.target)
         return await self._attempt(final, consumer, 0)
 
     async def deliver_final(self, target: ReplyTarget, text: str, *, session_id: str | None,
@@ -429,6 +432,20 @@ class DeliveryService:
         task = asyncio.create_task(retry(), name=f"outbox-retry:{final.outbox_id}")
         self._retry_tasks.add(task)
         task.add_done_callback(self._retry_tasks.discard)
+        chat = _chat_key(final.target)
+        self._chat_retries.setdefault(chat, set()).add(task)
+        task.add_done_callback(lambda t: self._chat_retries.get(chat, set()).discard(t))
+
+    async def wait_earlier_finals(self, target: ReplyTarget, timeout_s: float = 120.0) -> None:
+        """Wait (at most `timeout_s`) until no final of this chat and thread waits for a
+        retry (a rate limit, a transient error): a reply never overtakes an earlier one."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while pending := self._chat_retries.get(_chat_key(target)):
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                log.warning("earlier_final_still_pending", adapter=target.adapter)
+                return
+            await asyncio.wait(set(pending), timeout=left)
 
     async def resend(self, outbox_id: int, target: ReplyTarget, marker: str | None = None) -> None:
         """Send an outbox row again (start-up recovery), prefixed with `marker` if given.
@@ -498,3 +515,7 @@ class DeliveryService:
         for t in [*self._retry_tasks, *self._typing.values()]:
             t.cancel()
         self.budgets.close()
+
+
+def _chat_key(target: ReplyTarget) -> tuple[str, str, str | None]:
+    return (target.adapter, target.chat_id, target.thread_id)

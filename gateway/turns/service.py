@@ -147,6 +147,7 @@ class TurnService:
     async def _run_agent(self, session: Session, history: list[dict[str, Any]],
                          target: ReplyTarget, interrupt: InterruptSignal,
                          key: str) -> list[MessageEvent]:
+        await self._delivery.wait_earlier_finals(target)  # answers keep their order
         consumer = self._delivery.begin(target)
         typing = self._delivery.typing_loop(target)
         progress = self._s.tool_progress(target.adapter)

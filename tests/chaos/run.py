@@ -100,6 +100,8 @@ class ChaosRun:
         self._seq = 0
         self._n = 0
         self._cycling = False
+        self._cycle_lock = asyncio.Lock()
+        self._kill_tasks: set[asyncio.Task[Any]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.server: FakeOpenAIServer | None = None
 
@@ -193,14 +195,21 @@ class ChaosRun:
         await self.gw.start()
 
     async def _kill(self, mode: str) -> None:
-        if self._cycling or not self.gw.running:
+        """One kill point. Kill points take turns: one that comes while the previous restart
+        is still going waits for it (under CPU contention a start-up takes seconds)."""
+        try:
+            await asyncio.wait_for(self._cycle_lock.acquire(), 90)
+        except TimeoutError:
             self.kill_modes["skipped_busy"] += 1
             return
         self._cycling = True
         try:
+            if not self.gw.running:
+                await self.gw.start()
             await self._kill_cycle(mode)
         finally:
             self._cycling = False
+            self._cycle_lock.release()
 
     async def _kill_cycle(self, mode: str) -> None:
         sig = signal.SIGKILL if mode.startswith("sigkill") else signal.SIGTERM
@@ -272,7 +281,10 @@ class ChaosRun:
             case "slow":
                 self._spawn(self._slow(a.name, a.seconds), "slow")
             case "kill":
-                self._spawn(self._kill(a.name), "kill")
+                task = asyncio.create_task(self._kill(a.name), name="chaos:kill")
+                self._kill_tasks.add(task)
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
             case "read_txn":
                 self._spawn(self._read_txn(a.seconds), "read-txn")
             case "disk_full":
@@ -310,7 +322,8 @@ class ChaosRun:
         for d in self.drivers:
             d.set_slow(0.0)
             d.clear_faults()
-        await self._wait_for(lambda: not self._cycling, 120)
+        if self._kill_tasks:  # every kill point happens, also one late in the schedule
+            await asyncio.wait(self._kill_tasks, timeout=180)
         if not self.gw.running:
             await self.gw.start()
         await self._wait_for(lambda: all(d.connected() for d in self.drivers), 60)

@@ -19,10 +19,10 @@ async def test_event_storage_could_not_record_is_refused_and_redelivery_answered
         real = store.record_if_new
         failures = [sqlite3.OperationalError("database or disk is full")]
 
-        async def full_disk(platform: str, event_id: str) -> bool:
+        async def full_disk(platform: str, event_id: str, **kw: object) -> bool:
             if failures:
                 raise failures.pop()
-            return await real(platform, event_id)
+            return await real(platform, event_id, **kw)  # type: ignore[arg-type]
 
         store.record_if_new = full_disk  # type: ignore[method-assign]
         event = MessageEvent(platform="fake", event_id="e-full", chat_id="c1",
@@ -67,3 +67,21 @@ async def test_a_delivered_reply_whose_record_failed_once_is_not_sent_again(tmp_
         assert fake.messages("c1") == ["echo: hello"]  # no failure notice under the answer
         open_rows = await store.outbox_undelivered()
         assert open_rows == []  # nothing left to send again after a restart
+
+
+async def test_a_reply_never_overtakes_an_earlier_one_waiting_for_a_rate_limit(
+        tmp_path, model):
+    """Found by the chaos suite (seed 1515): the first answer's send hit a rate limit and was
+    retried two seconds later; meanwhile the next message's answer went out, so the chat
+    showed the answers in the wrong order."""
+    async with runner_for(tmp_path, model, gateway__busy_mode="queue",
+                          gateway__burst_merge_s=0,
+                          gateway__streaming__enabled=False) as (runner, fake):
+        fake.fail_next("rate_limited", retry_after=1.5, op="send")
+        await fake.inject("first", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: len(model.requests) == 1, 10)
+        await fake.inject("second", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: {"echo: first", "echo: second"} <= set(
+            fake.messages("c1")), 15)
+        assert [m for m in fake.messages("c1") if m.startswith("echo")] == [
+            "echo: first", "echo: second"]
