@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench chaos clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+# The long chaos run (about 10 minutes): `make chaos ARGS="--seed 42 --duration 300 --users 6"`
+chaos: $(STAMP)
+	$(BIN)/python benchmarks/chaos_gateway.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Protocol
@@ -22,11 +23,15 @@ from gateway.pipeline.mention import MentionGate
 from gateway.ports import BasePlatformAdapter, Capabilities
 from gateway.principals import UserSpaces
 from gateway.sessions import SessionManager, session_key
+from storage.errors import StorageError
 from storage.ports import DedupLedger, PairingStore, Reachability
 
 __all__ = ["InboundRouter", "InboundStore", "PairingDesk"]
 
 log = structlog.get_logger("gateway.inbound")
+
+#: What storage raises when it cannot write (the event was not recorded).
+STORAGE_FAILURES = (StorageError, sqlite3.Error, OSError)
 
 MAX_PENDING_CODES_PER_HOUR = 3
 #: Button actions and the command each one stands for (`/<command> <button value>`).
@@ -111,11 +116,19 @@ class InboundRouter:
         return adapter.capabilities if adapter is not None else Capabilities()
 
     async def emit(self, event: MessageEvent) -> bool:
-        """Must not raise for a bad event: it is logged and dropped (after being recorded)."""
+        """Must not raise for a bad event: it is logged and dropped (after being recorded).
+
+        Raises when storage failed before the event was recorded (disk full, database
+        locked beyond the retry budget): the adapter must not acknowledge it (no offset
+        moved, no ack sent, no cursor advanced), so the platform delivers it again."""
         item = Inbound(event=event, capabilities=self._caps(event))
         try:
             await self._pipeline.run(item)
-        except Exception:
+        except Exception as exc:
+            if not item.recorded and isinstance(exc, STORAGE_FAILURES):
+                log.warning("inbound_not_recorded", platform=event.platform,
+                            event_id=event.event_id, error=type(exc).__name__)
+                raise
             log.exception("inbound_failed", platform=event.platform, event_id=event.event_id)
         if item.dropped and item.dropped != "duplicate":
             self._spawn(self._delivery.turn_complete(ReplyTarget.of(event), ok=False,

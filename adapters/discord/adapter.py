@@ -181,22 +181,39 @@ class DiscordAdapter(BasePlatformAdapter):
         self, queue: asyncio.Queue[discord.Message], inbound: Inbound, seen: SeenChannels,
         ctx: AdapterContext,
     ) -> None:
-        """Emit messages one at a time, in arrival order; then advance the catch-up cursor."""
+        """Emit messages one at a time, in arrival order; then advance the catch-up cursor.
+
+        A message the gateway could not record (storage down or full) ends the run with an
+        error: Discord never delivers it again, but the cursor stays before it, so the
+        catch-up after the supervisor's restart brings it and everything after it, in order.
+        A message that cannot be read at all is skipped with a log line."""
         while True:
             message = await queue.get()
             if self._log.was_emitted(str(message.id)):
                 continue
             try:
                 event = await inbound.to_event(message)
-                if event is not None:
-                    await ctx.emit(event)
-                    self._log.mark_emitted(event.event_id)
-                    guild = message.guild.id if message.guild else None
-                    await seen.note(message.channel.id, message.id, guild)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__)
+                continue
+            if event is None:
+                continue
+            try:
+                await ctx.emit(event)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__,
+                                   recorded=False)
+                raise
+            self._log.mark_emitted(event.event_id)
+            guild = message.guild.id if message.guild else None
+            try:
+                await seen.note(message.channel.id, message.id, guild)
+            except Exception as exc:  # noqa: BLE001 - only the catch-up cursor lags behind
+                ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
 
     async def _on_interaction(self, ctx: AdapterContext,
                               interaction: discord.Interaction) -> None:

@@ -41,6 +41,8 @@ TYPING_REFRESH_S = 4.0
 MAX_RETRIES = 8
 #: Pause before re-sending a final after a transient failure: 2 s doubling to 60 s, jittered.
 _RESEND = Backoff(base_s=2.0, cap_s=60.0)
+_MARK_RETRY = Backoff(base_s=0.25, cap_s=5.0)
+_MARK_ATTEMPTS = 10  # about 30 s in all
 
 
 class DeliveryLedger(OutboxLedger, Reachability, Protocol):
@@ -100,6 +102,8 @@ class DeliveryService:
         self._stream = stream
         self._clock = clock
         self._retry_tasks: set[asyncio.Task[None]] = set()
+        #: retries of finals not out yet, per chat and thread: later replies wait for them
+        self._chat_retries: dict[tuple[str, str, str | None], set[asyncio.Task[None]]] = {}
         self._unreachable: set[tuple[str, str]] = set()
         self._typing: dict[ReplyTarget, asyncio.Task[None]] = {}
         self._on_outbound = on_outbound
@@ -244,6 +248,7 @@ class DeliveryService:
         background after a rate limit or transient error, replacing the same preview, or
         marked failed when the chat is unreachable). Stops the turn's typing indicator."""
         self._stop_typing(final.target)
+        await self.wait_earlier_finals(final.target)
         return await self._attempt(final, consumer, 0)
 
     async def deliver_final(self, target: ReplyTarget, text: str, *, session_id: str | None,
@@ -279,8 +284,20 @@ class DeliveryService:
         return ids
 
     async def _delivered(self, final: PreparedFinal, ids: list[str] | None, tries: int) -> None:
-        """Mark the row delivered (its text and every attachment are out) and say so."""
-        await self._ledger.outbox_mark_delivered([final.outbox_id], ids)
+        """Mark the row delivered (its text and every attachment are out) and say so. The
+        reply is in the chat already: a failing write (disk full, a long lock) is retried for
+        a while, since a row left open is sent again after a restart (a duplicate)."""
+        for attempt in range(1, _MARK_ATTEMPTS + 1):
+            try:
+                await self._ledger.outbox_mark_delivered([final.outbox_id], ids)
+                break
+            except Exception as exc:  # noqa: BLE001 - retried; the reply itself is out
+                log.warning("final_mark_failed", adapter=final.target.adapter,
+                            outbox_id=final.outbox_id, attempt=attempt,
+                            error=type(exc).__name__)
+                if attempt == _MARK_ATTEMPTS:
+                    return
+                await asyncio.sleep(_MARK_RETRY.delay(attempt))
         log.debug("final_delivered", adapter=final.target.adapter, outbox_id=final.outbox_id,
                  parts=len(ids or ()), attachments=len(final.attachments), retries=tries)
 
@@ -424,6 +441,20 @@ class DeliveryService:
         task = asyncio.create_task(retry(), name=f"outbox-retry:{final.outbox_id}")
         self._retry_tasks.add(task)
         task.add_done_callback(self._retry_tasks.discard)
+        chat = _chat_key(final.target)
+        self._chat_retries.setdefault(chat, set()).add(task)
+        task.add_done_callback(lambda t: self._chat_retries.get(chat, set()).discard(t))
+
+    async def wait_earlier_finals(self, target: ReplyTarget, timeout_s: float = 120.0) -> None:
+        """Wait (at most `timeout_s`) until no final of this chat and thread waits for a
+        retry (a rate limit, a transient error): a reply never overtakes an earlier one."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while pending := self._chat_retries.get(_chat_key(target)):
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                log.warning("earlier_final_still_pending", adapter=target.adapter)
+                return
+            await asyncio.wait(set(pending), timeout=left)
 
     async def resend(self, outbox_id: int, target: ReplyTarget, marker: str | None = None) -> None:
         """Send an outbox row again (start-up recovery), prefixed with `marker` if given.
@@ -493,3 +524,7 @@ class DeliveryService:
         for t in [*self._retry_tasks, *self._typing.values()]:
             t.cancel()
         self.budgets.close()
+
+
+def _chat_key(target: ReplyTarget) -> tuple[str, str, str | None]:
+    return (target.adapter, target.chat_id, target.thread_id)

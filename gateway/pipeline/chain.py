@@ -20,6 +20,8 @@ class Inbound:
     capabilities: Capabilities
     #: Set by the dedup step: True when this is the first time the event was seen.
     new: bool = False
+    #: Set by the dedup step once the event is durably recorded (new or a repeat).
+    recorded: bool = False
     #: Why the event stopped (for logs, metrics and tests); None when it was routed.
     dropped: str | None = None
     notes: dict[str, Any] = field(default_factory=dict)

@@ -39,6 +39,7 @@ class Dedup:
     async def __call__(self, item: Inbound, nxt: Next) -> None:
         ev = item.event
         item.new = await self._ledger.record_inbound(ev.platform, ev.event_id)
+        item.recorded = True
         if not item.new:
             item.drop("duplicate")
             return

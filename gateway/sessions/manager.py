@@ -11,7 +11,7 @@ import structlog
 
 from gateway.events import MessageEvent
 from gateway.sessions.inbox import DurableInbox
-from gateway.sessions.worker import BusyMode, SessionWorker, TurnRunner
+from gateway.sessions.worker import MERGE_REASON, BusyMode, SessionWorker, TurnRunner
 
 __all__ = ["SessionManager", "TurnHandler"]
 
@@ -162,7 +162,7 @@ class SessionManager:
             # A burst (~0.5 s) from the same sender: restart the turn with every part of it
             # (in any busy mode; steer absorbs it above when it can), with no busy notice.
             if worker.offer(event) != "full":
-                worker.interrupt("merged with a follow-up message")
+                worker.interrupt(MERGE_REASON)
                 return "merged"
         outcome = worker.offer(event)
         if outcome == "full":

@@ -13,7 +13,11 @@ import structlog
 from agent_core.interrupt import InterruptSignal
 from gateway.events import MessageEvent
 
-__all__ = ["BusyMode", "SessionWorker", "TurnRunner"]
+__all__ = ["MERGE_REASON", "BusyMode", "SessionWorker", "TurnRunner"]
+
+#: The interrupt reason of a turn restarted with a burst's follow-up: the turn answers again,
+#: so the interrupted attempt's partial text is not part of the conversation.
+MERGE_REASON = "merged with a follow-up message"
 
 BusyMode = Literal["interrupt", "queue", "steer"]
 Offer = Literal["started", "queued", "full"]

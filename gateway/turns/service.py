@@ -27,6 +27,7 @@ from gateway.events import MessageEvent
 from gateway.logging import bind_context
 from gateway.metrics import GatewayMetrics
 from gateway.sessions.inbox import event_keys
+from gateway.sessions.worker import MERGE_REASON
 from gateway.turns.builder import AgentBuilder
 from gateway.turns.ports import CompressionHook, TurnLayerStore, TurnStore
 from gateway.turns.sessions import ResetPolicy, SessionResolver
@@ -137,11 +138,13 @@ class TurnService:
             log.info("turn_proceeds_uncompressed", session_id=session.id)
         # A compression may have rotated the session meanwhile: the store follows it to the
         # tip (the reset policy is not applied a second time; it would reset the new child).
-        recovered = isinstance(last.raw, dict) and last.raw.get("recovered_message_id")
+        # A turn re-run after a restart carries a message already stored: only the others
+        # of its batch (a burst, or what queued behind an interrupt) are stored now.
+        fresh = [ev for ev in events if not _is_rerun(ev)]
         sid = session.id
-        if not recovered:  # stored, and the events' durable hold let go, in one transaction
-            sid, _ = await self._store.append_live(sid, [_user_message(events)],
-                                                   release=event_keys(events))
+        if fresh:  # stored, and the events' durable hold let go, in one transaction
+            sid, _ = await self._store.append_live(sid, [_user_message(fresh)],
+                                                   release=event_keys(fresh))
         session, history = await self._store.live_history(sid)
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
@@ -150,6 +153,7 @@ class TurnService:
     async def _run_agent(self, session: Session, history: list[dict[str, Any]],
                          target: ReplyTarget, interrupt: InterruptSignal,
                          key: str) -> list[MessageEvent]:
+        await self._delivery.wait_earlier_finals(target)  # answers keep their order
         consumer = self._delivery.begin(target)
         typing = self._delivery.typing_loop(target)
         progress = self._s.tool_progress(target.adapter)
@@ -187,6 +191,7 @@ class TurnService:
                 break
         except Exception:
             outcome = "error"  # a crash, logged by `run_turn`; not an interrupt
+            await self._close_preview(consumer, shown)
             raise
         finally:
             used, leftover = await self._steering.end(key, steering)
@@ -249,14 +254,32 @@ class TurnService:
             final = await self._delivery.record_final(
                 target, shown.final(terminal.text), session_id=session.id,
                 preview_message_id=consumer.message_id if consumer else None)
-        if terminal.messages:
+        messages = list(terminal.messages)
+        if isinstance(terminal, ae.Interrupted) and terminal.reason == MERGE_REASON:
+            # Restarted with the burst's next part: the next attempt answers every part, so
+            # the partial text of this one is no reply (kept, it would read as one).
+            messages = [m for m in messages if m.get("finish_reason") != "interrupted"]
+        if messages:
             taken = steering.taken
             sid, _ = await self._store.append_live(
-                session.id, list(terminal.messages), release=event_keys(taken))
+                session.id, messages, release=event_keys(taken))
             steering.released = len(taken)
             if sid != session.id:
                 session = await self._store.get_session(sid) or session
         return session, final
+
+    async def _close_preview(self, consumer: StreamConsumer | None,
+                             shown: TurnTranscript) -> None:
+        """A turn that ends without its final (interrupted, or crashed: the failure notice
+        follows) leaves its preview as shown so far with a note, not a streaming cursor."""
+        if consumer is None or consumer.message_id is None:
+            return
+        text = f"{shown.shown()}\n\n{INTERRUPTED_NOTE}".strip()
+        try:
+            await consumer.finish(Rendered([text], formatted=False),
+                                  lambda: Rendered([text], formatted=False))
+        except Exception as exc:  # noqa: BLE001 - the preview stays as it was
+            log.warning("interrupted_note_failed", error=type(exc).__name__)
 
     async def _finish(self, session: Session, terminal: Terminal, shown: TurnTranscript,
                       consumer: StreamConsumer | None, target: ReplyTarget,
@@ -266,13 +289,7 @@ class TurnService:
                 await self._delivery.send_final(final, consumer)
             return
         if isinstance(terminal, ae.Interrupted):
-            if consumer is not None and consumer.message_id is not None:
-                text = f"{shown.shown()}\n\n{INTERRUPTED_NOTE}".strip()
-                try:
-                    await consumer.finish(Rendered([text], formatted=False),
-                                          lambda: Rendered([text], formatted=False))
-                except Exception as exc:  # noqa: BLE001 - the preview stays as it was
-                    log.warning("interrupted_note_failed", error=type(exc).__name__)
+            await self._close_preview(consumer, shown)
             return
         message = (terminal.error.message if isinstance(terminal, ae.Error)
                    else terminal.message)
@@ -318,6 +335,10 @@ def _progress_line(policy: str, seen: list[str], name: str) -> str | None:
     if policy == "all":
         return "\n".join(f"🔧 {n}" for n in seen[-5:])
     return None if repeat else f"🔧 {name}…"
+
+
+def _is_rerun(event: MessageEvent) -> bool:
+    return isinstance(event.raw, dict) and bool(event.raw.get("recovered_message_id"))
 
 
 def _user_message(events: list[MessageEvent]) -> dict[str, Any]:

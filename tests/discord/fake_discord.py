@@ -15,6 +15,7 @@ back through the gateway as MESSAGE_CREATE, as they do on Discord.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -83,6 +84,9 @@ class FakeDiscord:
         self.payloads: list[tuple[str, int, dict[str, Any]]] = []
         #: Interaction responses the bot sent: (interaction id, response type)
         self.interaction_responses: list[tuple[int, int]] = []
+        #: (status, body) answered to the next REST calls, one each (a 5xx outage)
+        self.outages: list[tuple[int, str]] = []
+        self.slow_s = 0.0  # every REST call waits this long before it is answered
         self.gateway = FakeGateway(token, "", heartbeat_interval_ms)
         self._runner: web.AppRunner | None = None
 
@@ -183,6 +187,13 @@ class FakeDiscord:
         self.interaction_responses.append((iid, int(body["type"])))
         return _json({"interaction": {"id": str(iid), "type": 3}})
 
+    async def user_edits(self, message: StoredMessage, text: str) -> None:
+        """The user edits their message: stored, then dispatched as MESSAGE_UPDATE."""
+        message.content = text
+        message.edits += 1
+        message.edited = time.time()
+        await self.gateway.dispatch("MESSAGE_UPDATE", message.to_json(self.messages))
+
     async def redeliver(self, message: StoredMessage) -> None:
         """Dispatch the same MESSAGE_CREATE again (as after a replay)."""
         await self.gateway.dispatch("MESSAGE_CREATE", message.to_json(self.messages))
@@ -211,6 +222,11 @@ class FakeDiscord:
             if (not request.path.startswith(f"{API}/interactions/")
                     and request.headers.get("Authorization") != f"Bot {self.token}"):
                 return _error(401, 0, "401: Unauthorized")
+            if self.slow_s:
+                await asyncio.sleep(self.slow_s)
+            if self.outages:
+                status, body = self.outages.pop(0)
+                return web.Response(status=status, text=body, content_type="text/plain")
         return await handler(request)
 
     def _rate_limited(self) -> web.Response | None:

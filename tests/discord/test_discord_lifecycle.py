@@ -211,3 +211,25 @@ async def test_message_content_intent_off_in_the_portal_is_fatal(tmp_path: Path)
         h.fake.gateway.message_content_enabled = False
         with pytest.raises(AdapterAuthError, match="developer portal"):
             await h.start()
+
+
+async def test_a_message_the_gateway_could_not_record_is_caught_up_after_restart(
+        tmp_path: Path) -> None:
+    """Found by the chaos suite (seed 1515, disk full): Discord has no acks, so a message
+    whose recording failed was gone once a later message of its channel moved the catch-up
+    cursor past it. Now the adapter stops at that message (an error: the supervisor restarts
+    it) and the catch-up after the restart brings it, and what followed it, in order."""
+    async with DiscordHarness(tmp_path) as h:
+        await h.start()
+        await h.fake.user_says("first", channel=DM_ALICE)
+        await h.wait_emitted(1)
+        h.fail_once.add("second")
+        await h.fake.user_says("second", channel=DM_ALICE)
+        await h.fake.user_says("third", channel=DM_ALICE)
+        assert h._task is not None
+        with pytest.raises(Exception):  # noqa: B017 - any adapter error: the supervisor restarts
+            await asyncio.wait_for(h._task, 10)
+        h._connected.clear()
+        await h.start()
+        events = await h.wait_emitted(3)
+        assert [e.text for e in events] == ["first", "second", "third"]

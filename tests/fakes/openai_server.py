@@ -10,8 +10,9 @@ Each `/v1/chat/completions` request takes the next script from the queue; when t
 empty it asks `responder(request)` (default: echo the last user message). Scripts: `Reply`
 (text, tool calls, reasoning; JSON or SSE with fragments and a usage chunk; optional per-chunk
 delay), `ErrorReply` (status, OpenAI-style error body, headers such as Retry-After), `Hang`
-(answers only after a long time or when the server stops) and `StreamError` (an error event in
-the middle of a stream). Every request is recorded with headers, JSON body and timestamps.
+(answers only after a long time or when the server stops), `StreamError` (an error event in
+the middle of a stream) and `Cut` (a stream whose connection drops mid-way, no error event).
+Every request is recorded with headers, JSON body and timestamps.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from aiohttp import web
 
 __all__ = [
+    "Cut",
     "ErrorReply",
     "FakeOpenAIServer",
     "Hang",
@@ -100,7 +102,16 @@ class StreamError:
     code: str | None = None
 
 
-Script = Reply | ErrorReply | Hang | StreamError
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """Stream `text_before` (word chunks), then drop the connection: no error event, no
+    `[DONE]` (a proxy or the provider dying mid-stream). Not streamed: the connection drops
+    before any answer."""
+
+    text_before: str = ""
+
+
+Script = Reply | ErrorReply | Hang | StreamError | Cut
 Responder = Callable[["RecordedRequest"], "Script | Awaitable[Script] | None"]
 
 
@@ -334,6 +345,10 @@ class FakeOpenAIServer:
                 script = script.then
         if isinstance(script, ErrorReply):
             return web.json_response(script.body, status=script.status, headers=script.headers)
+        if isinstance(script, Cut) and not rec.stream:
+            if request.transport is not None:
+                request.transport.abort()
+            return web.Response(status=500)
         if not rec.stream:
             if isinstance(script, StreamError):
                 return web.json_response({"error": {"message": script.message,
@@ -372,9 +387,9 @@ class FakeOpenAIServer:
             "usage": self._usage(reply, rec),
         }
 
-    def _deltas(self, script: Reply | StreamError) -> Iterable[dict[str, Any]]:
+    def _deltas(self, script: Reply | StreamError | Cut) -> Iterable[dict[str, Any]]:
         yield {"role": "assistant", "content": ""}
-        if isinstance(script, StreamError):
+        if isinstance(script, StreamError | Cut):
             for piece in _words(script.text_before, None):
                 yield {"content": piece}
             return
@@ -389,11 +404,14 @@ class FakeOpenAIServer:
             for j in range(0, len(c.arguments), third):
                 yield {"tool_calls": [{"index": i, "function": {"arguments": c.arguments[j:j + third]}}]}
 
-    async def _stream(self, request: web.Request, script: Reply | StreamError,
+    async def _stream(self, request: web.Request, script: Reply | StreamError | Cut,
                       rec: RecordedRequest) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                            "Cache-Control": "no-cache"})
-        await resp.prepare(request)
+        try:
+            await resp.prepare(request)
+        except ConnectionResetError:
+            return resp  # the client gave up (timed out) before the first byte
         cid, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
 
         def chunk(delta: dict[str, Any] | None, finish: str | None = None,
@@ -412,6 +430,10 @@ class FakeOpenAIServer:
                 if delay:
                     await asyncio.sleep(delay)
                 await resp.write(chunk(delta))
+            if isinstance(script, Cut):
+                if request.transport is not None:
+                    request.transport.abort()
+                return resp
             if isinstance(script, StreamError):
                 err = {"error": {"message": script.message, "type": script.type, "code": script.code}}
                 await resp.write(f"data: {json.dumps(err)}\n\n".encode())

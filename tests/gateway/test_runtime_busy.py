@@ -75,3 +75,27 @@ async def test_full_mailbox_tells_the_user(tmp_path, model):
         await asyncio.sleep(0.6)
         await fake.inject("hello again", chat_id="c1", user_id="u1")
         await fake.wait_for(lambda: "Back." in fake.messages("c1"), 10)
+
+
+async def test_burst_that_interrupts_a_streaming_answer_restarts_it_with_every_part(
+        tmp_path, model):
+    """Found by the chaos suite (seed 1515): the second part of a burst arrived while the
+    first part's answer was streaming; the partial answer (never shown) was stored as the
+    assistant's reply, so the merged turn answered only the second part."""
+    model.enqueue(text("Your flight at nine is early, so plan to", chunk_chars=4, delay_s=0.1))
+    async with runner_for(tmp_path, model, gateway__busy_mode="queue",
+                          gateway__burst_merge_s=5) as (runner, fake):
+        await fake.inject("my flight is at 9", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: len(model.requests) == 1)
+        await asyncio.sleep(0.35)  # a few chunks in
+        await fake.inject("and I land in Oslo", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: any("Oslo" in m for m in fake.messages("c1")), 10)
+        await asyncio.sleep(0.3)
+        last = model.requests[-1].body["messages"]
+        assert [m["role"] for m in last[1:]] == ["user"]  # no partial answer in between
+        assert last[-1]["content"] == "my flight is at 9\n\nand I land in Oslo"
+        shown = fake.messages("c1")
+        assert shown[-1] == "echo: my flight is at 9\n\nand I land in Oslo"
+        assert all(m.endswith("⏹ Interrupted.") for m in shown[:-1])  # a preview, if any
+        sid = (await runner.store.find_by_session_key(KEY)).id
+        assert await user_texts(runner, sid) == ["my flight is at 9", "and I land in Oslo"]

@@ -9,12 +9,14 @@ import os
 import signal
 
 import aiohttp
+import pytest
 
 from adapters.fake import FakeAdapter
 from gateway.config import EXIT_CONFIG
 from gateway.paths import ProfilePaths, ensure_profile_dirs
 from gateway.ports import AdapterAuthError
 from gateway.runner import GatewayRunner
+from storage.errors import StoreClosedError
 from tests.fakes.openai_server import hang, text
 from tests.gateway.runtime_harness import make_config, runner_for
 
@@ -154,7 +156,8 @@ async def test_a_storage_writer_that_breaks_stops_the_gateway_with_74(tmp_path, 
                or (await _get(runner.health.url + "/readyz"))[0] != 200):
             await asyncio.sleep(0.02)
     await runner.store._writer._conn.close()  # the connection dies under the writer
-    await fake.inject("anyone there?", chat_id="c1", user_id="u1")  # its dedup write fails
+    with pytest.raises(StoreClosedError):  # not recorded: the adapter must not ack it
+        await fake.inject("anyone there?", chat_id="c1", user_id="u1")  # dedup write fails
     assert await asyncio.wait_for(run, 15) == 74
 
 

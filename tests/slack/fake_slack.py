@@ -73,6 +73,7 @@ class FakeSlack:
         bot_id: str = "BBOT",
         team_id: str = "T0001",
         echo_bot_messages: bool = True,
+        retry_unacked_s: float | None = None,
     ) -> None:
         self.bot_token, self.app_token, self.signing_secret = bot_token, app_token, signing_secret
         self.bot_user_id, self.bot_id, self.team_id = bot_user_id, bot_id, team_id
@@ -94,6 +95,11 @@ class FakeSlack:
         self.download_delay_s: dict[str, float] = {}  # file id -> seconds before it is served
         self.outages: list[tuple[int, str]] = []  # (status, plain-text body) for the next calls
         self.stall_next_s = 0.0  # the next API call hangs this long before it is answered
+        self.slow_s = 0.0  # every API call waits this long before it is answered
+        #: like Slack, send an envelope not acked within this many seconds again (None: only
+        #: on the next connection)
+        self.retry_unacked_s = retry_unacked_s
+        self._sent_at: dict[str, float] = {}
         self._rate_limits: list[tuple[frozenset[str], float]] = []
         self._errors: dict[str, list[str]] = {}
         self._seq = itertools.count(1)
@@ -130,6 +136,9 @@ class FakeSlack:
             "chat.postMessage",)) -> None:
         self._rate_limits.append((frozenset(methods), retry_after))
 
+    def clear_rate_limits(self) -> None:
+        self._rate_limits.clear()
+
     def fail_next(self, method: str, error: str) -> None:
         self._errors.setdefault(method, []).append(error)
 
@@ -158,6 +167,8 @@ class FakeSlack:
         await site.start()
         self.port = self._runner.addresses[0][1]
         self._http = aiohttp.ClientSession()
+        if self.retry_unacked_s is not None:
+            self._spawn(self._retry_unacked(self.retry_unacked_s))
         return self
 
     async def stop(self) -> None:
@@ -224,6 +235,8 @@ class FakeSlack:
         if self.stall_next_s:
             stall, self.stall_next_s = self.stall_next_s, 0.0
             await asyncio.sleep(stall)
+        if self.slow_s:
+            await asyncio.sleep(self.slow_s)
         for i, (methods, retry_after) in enumerate(self._rate_limits):
             if method in methods:
                 del self._rate_limits[i]
@@ -450,10 +463,25 @@ class FakeSlack:
         env = envelope(payload, retry_attempt=0 if retry_of is None else 1,
                        retry_reason="" if retry_of is None else "timeout")
         self.pending[env["envelope_id"]] = env
+        self._sent_at[env["envelope_id"]] = time.monotonic()
         for ws in self.live_sockets()[-1:]:
             with contextlib.suppress(Exception):
                 await ws.send_json(env)
         return payload
+
+    async def _retry_unacked(self, after_s: float) -> None:
+        while True:
+            await asyncio.sleep(after_s / 2)
+            now = time.monotonic()
+            for eid, env in list(self.pending.items()):
+                if now - self._sent_at.get(eid, now) < after_s:
+                    continue
+                env["retry_attempt"] = env.get("retry_attempt", 0) + 1
+                env["retry_reason"] = "timeout"
+                self._sent_at[eid] = now
+                for ws in self.live_sockets()[-1:]:
+                    with contextlib.suppress(Exception):
+                        await ws.send_json(env)
 
     async def post_event(self, payload: dict[str, Any], *, retry_num: int | None = None,
                          secret: str | None = None, timestamp: int | None = None
@@ -525,6 +553,17 @@ class FakeSlack:
             with contextlib.suppress(Exception):
                 await ws.send_json(env)
         return payload
+    async def user_edit(self, channel: str, ts: str, text: str, *, user: str = "U0001",
+                        thread_ts: str | None = None) -> dict[str, Any]:
+        """The user edits their message `ts`: a `message_changed` event, as Slack sends it."""
+        inner: dict[str, Any] = {"type": "message", "text": text, "ts": ts, "user": user,
+                                 "edited": {"user": user, "ts": self.next_ts()}}
+        if thread_ts is not None:
+            inner["thread_ts"] = thread_ts
+        ev = message_event(channel=channel, ts=self.next_ts(), text="", user=None,
+                           subtype="message_changed", channel_type=self.channels[channel].kind,
+                           extra={"message": inner})
+        return await self.deliver(ev)
 
     async def redeliver_last(self) -> None:
         assert self.last_delivered is not None

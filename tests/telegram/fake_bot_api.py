@@ -102,6 +102,7 @@ class FakeBotApi:
         self.webhook_posts: list[tuple[int, int]] = []  # (update_id, HTTP status)
         self.conflicts_next = 0
         self.hold_updates = False
+        self.slow_s = 0.0  # every call but getUpdates waits this long before it is answered
         self._failures: list[tuple[frozenset[str], ApiError]] = []
         self._update_ids = itertools.count(1000)
         self._file_ids = itertools.count(1)
@@ -162,6 +163,10 @@ class FakeBotApi:
                   **parameters: Any) -> None:
         """The next call of one of `methods` answers this error."""
         self._failures.append((frozenset(methods), ApiError(status, description, **parameters)))
+
+    def clear_failures(self) -> None:
+        """Forget every scripted error not answered yet."""
+        self._failures.clear()
 
     def failures_left(self, method: str) -> int:
         """Scripted errors for `method` not answered yet."""
@@ -295,6 +300,17 @@ class FakeBotApi:
     def send_user(self, chat_id: str, text: str = "", **kw: Any) -> dict[str, Any]:
         return self.enqueue(self.user_message(chat_id, text, **kw))
 
+    def edit_user(self, message: dict[str, Any], text: str) -> dict[str, Any]:
+        """The user edits an earlier message: an `edited_message` update with the new text."""
+        edited = {**message, "text": text, "edit_date": now()}
+        edited.pop("entities", None)
+        if ents := entities_for(text):
+            edited["entities"] = ents
+        update = {"update_id": next(self._update_ids), "edited_message": edited}
+        self.pending.append(update)
+        self._changed()
+        return update
+
     def redeliver(self, update: dict[str, Any]) -> None:
         """Deliver an already confirmed update again (same update_id), as after a crash
         between recording and confirming: the next poll returns it whatever its offset."""
@@ -334,6 +350,8 @@ class FakeBotApi:
         handler = getattr(self, f"_m_{method}", None)
         if handler is None:
             return self._error(ApiError(404, "Not Found"))
+        if self.slow_s and method != "getUpdates":
+            await asyncio.sleep(self.slow_s)
         for i, (methods, err) in enumerate(self._failures):
             if method in methods:
                 del self._failures[i]

@@ -1,0 +1,87 @@
+"""Storage that cannot record an inbound event (disk full) must not cost the message. Found
+by the chaos suite (seed 1515, disk full): the router logged the failure and returned, so
+Slack got its ack, Telegram its offset and Discord its cursor, and the message was gone."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from gateway.events import MessageEvent, UserRef
+from tests.gateway.runtime_harness import runner_for
+
+
+async def test_event_storage_could_not_record_is_refused_and_redelivery_answered(
+        tmp_path, model):
+    async with runner_for(tmp_path, model) as (runner, fake):
+        store = runner.store
+        real = store.record_if_new
+        failures = [sqlite3.OperationalError("database or disk is full")]
+
+        async def full_disk(platform: str, event_id: str, **kw: object) -> bool:
+            if failures:
+                raise failures.pop()
+            return await real(platform, event_id, **kw)  # type: ignore[arg-type]
+
+        store.record_if_new = full_disk  # type: ignore[method-assign]
+        event = MessageEvent(platform="fake", event_id="e-full", chat_id="c1",
+                             user=UserRef(id="u1"), text="are you there")
+        with pytest.raises(sqlite3.OperationalError):
+            await runner.parts.inbound.emit(event)  # the adapter must not acknowledge it
+        assert await runner.parts.inbound.emit(event) is True  # the platform's redelivery
+        await fake.wait_for(lambda: fake.messages("c1") == ["echo: are you there"], 10)
+
+
+async def test_a_bad_event_is_still_dropped_without_raising(tmp_path, model):
+    async with runner_for(tmp_path, model) as (runner, _fake):
+        async def broken(*_a: object, **_k: object) -> None:
+            raise ValueError("unparseable")
+
+        pipeline = runner.parts.inbound._pipeline
+        pipeline._steps = (broken, *pipeline._steps)
+        event = MessageEvent(platform="fake", event_id="e-bad", chat_id="c1",
+                             user=UserRef(id="u1"), text="?")
+        assert await runner.parts.inbound.emit(event) is False
+
+
+async def test_a_delivered_reply_whose_record_failed_once_is_not_sent_again(tmp_path, model):
+    """Found by the chaos suite (seed 1515, disk full): the reply went out, marking it
+    delivered failed, the turn crashed with a failure notice under the answer, and after the
+    restart the open outbox row sent the answer a second time."""
+    async with runner_for(tmp_path, model) as (runner, fake):
+        store = runner.store
+        real = store.outbox_mark_delivered
+        failures = [sqlite3.OperationalError("database or disk is full")]
+
+        async def full_disk(*args: object, **kw: object) -> object:
+            if failures:
+                raise failures.pop()
+            return await real(*args, **kw)  # type: ignore[arg-type]
+
+        store.outbox_mark_delivered = full_disk  # type: ignore[method-assign]
+        await fake.inject("hello", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: "echo: hello" in fake.messages("c1"), 10)
+        await fake.wait_for(lambda: not runner.manager.is_busy("fake:dm:c1"), 10)
+        assert not failures
+        assert fake.messages("c1") == ["echo: hello"]  # no failure notice under the answer
+        open_rows = await store.outbox_undelivered()
+        assert open_rows == []  # nothing left to send again after a restart
+
+
+async def test_a_reply_never_overtakes_an_earlier_one_waiting_for_a_rate_limit(
+        tmp_path, model):
+    """Found by the chaos suite (seed 1515): the first answer's send hit a rate limit and was
+    retried two seconds later; meanwhile the next message's answer went out, so the chat
+    showed the answers in the wrong order."""
+    async with runner_for(tmp_path, model, gateway__busy_mode="queue",
+                          gateway__burst_merge_s=0,
+                          gateway__streaming__enabled=False) as (runner, fake):
+        fake.fail_next("rate_limited", retry_after=1.5, op="send")
+        await fake.inject("first", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: len(model.requests) == 1, 10)
+        await fake.inject("second", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: {"echo: first", "echo: second"} <= set(
+            fake.messages("c1")), 15)
+        assert [m for m in fake.messages("c1") if m.startswith("echo")] == [
+            "echo: first", "echo: second"]
