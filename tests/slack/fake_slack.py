@@ -553,6 +553,7 @@ class FakeSlack:
             with contextlib.suppress(Exception):
                 await ws.send_json(env)
         return payload
+
     async def user_edit(self, channel: str, ts: str, text: str, *, user: str = "U0001",
                         thread_ts: str | None = None) -> dict[str, Any]:
         """The user edits their message `ts`: a `message_changed` event, as Slack sends it."""
