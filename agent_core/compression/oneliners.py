@@ -123,6 +123,13 @@ def _describe(name: str, args: dict[str, Any], content: str) -> str:
             extra = f" (+{len(url) - 1} more)" if len(url) > 1 else ""
             url = f"{url[0]}{extra}" if url else "?"
         return f"[{name}] {_clip(url or '?', 100)} ({chars:,} chars)"
+    if base == "skill_view":
+        # Kept verbatim by the summarizer; the skills guidance tells the model to reload.
+        skill = _clip(_first(args, "name") or "?", 64).replace("]", "")
+        res = _first(args, "file_path")
+        what = f" file {_clip(res, 80)}" if res else ""
+        return f"[SKILL_PRUNED: {skill}] skill_view{what} ({chars:,} chars) was removed; " \
+               f"call skill_view again before using it"
     if base in ("web_search", "search_web"):
         query = _clip(_first(args, "query", "q") or "?", 80)
         return f"[{name}] query='{query}' ({chars:,} chars result)"
