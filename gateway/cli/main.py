@@ -61,6 +61,9 @@ def _attach() -> None:
     service_cmd.register(gateway_cmd.app)
     app.add_typer(gateway_cmd.app, name="gateway")
     app.add_typer(pairing_cmd.app, name="pairing")
+    from gateway.cli import skills_cmd
+
+    app.add_typer(skills_cmd.app, name="skills")
     from gateway.cli.demo_cmd import demo
 
     app.command("demo")(demo)
