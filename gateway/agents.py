@@ -97,6 +97,11 @@ class AgentFactory:
             shared_workspace=config.workspace.shared,
         )
 
+    @property
+    def skills_root(self) -> Path | None:
+        """`$HERMES_HOME/skills`, or None when `skills.enabled` is false."""
+        return self._paths.skills if self._config.skills.enabled else None
+
     async def aclose(self) -> None:
         await self.router.aclose()
 
@@ -169,7 +174,7 @@ class AgentFactory:
                 attachments_dir=attachments_dir,
                 ports=ports,
                 session_id=session_id,
-                skills_dir=self._paths.skills if self._config.skills.enabled else None,
+                skills_dir=self.skills_root,
                 principal=f"{principal.platform}:{principal.user_id}",
                 extra=extra if extra is not None else {},
             )

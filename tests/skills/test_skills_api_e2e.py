@@ -154,3 +154,14 @@ async def test_skills_disabled_offers_no_tools_and_no_index(
     assert "<available_skills>" not in system_prompt(req)
     names = {t["function"]["name"] for t in req.body.get("tools", [])}
     assert not names & {"skills_list", "skill_view", "skill_manage"}
+
+
+async def test_skills_command_lists_the_skills(tmp_path: Path, model: FakeOpenAIServer) -> None:
+    put_skill(tmp_path, "devops/deploy-k8s", DEPLOY)
+    put_skill(tmp_path, "broken", "no frontmatter\n")
+    async with client(tmp_path, model) as c:
+        reply = await ask(c, "/skills", "s1")
+    assert reply.splitlines()[0] == "📚 Skills (2):"
+    assert "• devops/deploy-k8s — Roll out a service to the staging Kubernetes" in reply
+    assert "• broken — (broken: SKILL.md must start with a '---' line" in reply
+    assert model.requests == []  # a command, not a turn
