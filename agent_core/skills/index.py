@@ -3,7 +3,7 @@
 One line per skill (`- category/name: description`, the description cut to one short line),
 sorted by (category, name), capped at `MAX_INDEX_CHARS` (what does not fit is counted, and
 `skills_list` shows it). Skills for another operating system, or needing a tool the session is
-not offered, are left out. The text is scanned once as a whole; if the scan objects, entries
+not offered, are left out. The rendered block is scanned once as a whole; if the scan objects, entries
 are scanned one by one and the offending ones dropped.
 
 Built results are cached per (folder, tools, OS) and reused while no SKILL.md changed (a
@@ -13,14 +13,13 @@ gateway) stores the system prompt with the session, so the index is byte-stable 
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Collection
 from pathlib import Path
 
 from agent_core.skills.format import current_os
-from agent_core.skills.store import SKILL_FILE, SkillEntry, SkillStore
+from agent_core.skills.store import SkillEntry, SkillStore
 from agent_core.threats import screen_skill
 
 __all__ = ["INDEX_DESCRIPTION_CHARS", "MAX_INDEX_CHARS", "SKILLS_GUIDANCE", "skills_index"]
@@ -42,17 +41,6 @@ SKILLS_GUIDANCE = (
 _cache: OrderedDict[tuple[str, tuple[str, ...], str], tuple[tuple[object, ...], str]] = (
     OrderedDict())
 _cache_lock = threading.Lock()
-
-
-def _signature(store: SkillStore) -> tuple[object, ...]:
-    out: list[object] = []
-    for category, name, path in store.folders():
-        try:
-            st = os.stat(path / SKILL_FILE)
-        except OSError:
-            continue
-        out.append((category, name, st.st_mtime_ns, st.st_size))
-    return tuple(out)
 
 
 def _line(entry: SkillEntry) -> str:
@@ -92,9 +80,11 @@ def build_index(store: SkillStore, tools: Collection[str] | None = None,
     lines = [_line(e) for e in store.scan() if _shown(e, tools, os_name)]
     if not lines:
         return ""
-    if not screen_skill("\n".join(lines), name="index").ok:
+    block = _render(lines)
+    if not screen_skill(block, name="index").ok:  # only what reaches the prompt is scanned
         lines = [line for line in lines if screen_skill(line, name=line[2:].split(":")[0]).ok]
-    return SKILLS_GUIDANCE + "\n" + _render(lines) if lines else ""
+        block = _render(lines)
+    return SKILLS_GUIDANCE + "\n" + block if lines else ""
 
 
 def skills_index(root: Path, tools: Collection[str] | None = None) -> str:
@@ -102,7 +92,7 @@ def skills_index(root: Path, tools: Collection[str] | None = None) -> str:
     store = SkillStore(root)
     os_name = current_os()
     key = (str(root), tuple(sorted(tools)) if tools is not None else ("*",), os_name)
-    sig = _signature(store)
+    sig = store.signature()
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None and hit[0] == sig:

@@ -29,6 +29,7 @@ from agent_core.skills.format import (
     parse_skill,
     valid_name,
 )
+from agent_core.skills.metacache import read_meta, save_snapshot
 from agent_core.threats import screen_skill
 
 __all__ = [
@@ -95,15 +96,6 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def _read_meta(skill_md: Path) -> tuple[SkillMeta | None, str]:
-    try:
-        text = skill_md.read_text(encoding="utf-8", errors="replace")
-        meta, _ = parse_skill(text, require_body=False)
-    except (OSError, FormatError) as exc:
-        return None, str(exc)
-    return meta, ""
-
-
 class SkillStore:
     """The skills folder of one profile."""
 
@@ -112,36 +104,51 @@ class SkillStore:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def folders(self) -> list[tuple[str | None, str, Path]]:
-        """(category, name, folder) of every skill folder, sorted; reads no SKILL.md."""
-        out: list[tuple[str | None, str, Path]] = []
+    def _folder_paths(self) -> list[tuple[str | None, str, str]]:
+        """(category, name, folder path as text) of every skill folder, sorted."""
+        out: list[tuple[str | None, str, str]] = []
         try:
             top = sorted(os.scandir(self.root), key=lambda e: e.name)
         except OSError:
             return out
+        join, isfile = os.path.join, os.path.isfile
         for entry in top:
             if entry.name.startswith(".") or entry.name in _SKIP_DIRS or not entry.is_dir():
                 continue
-            path = Path(entry.path)
-            if (path / SKILL_FILE).is_file():
-                out.append((None, entry.name, path))
+            if isfile(join(entry.path, SKILL_FILE)):
+                out.append((None, entry.name, entry.path))
                 continue
             try:
-                inner = sorted(os.scandir(path), key=lambda e: e.name)
+                inner = sorted(os.scandir(entry.path), key=lambda e: e.name)
             except OSError:
                 continue
-            for sub in inner:
-                if (not sub.name.startswith(".") and sub.is_dir()
-                        and os.path.isfile(os.path.join(sub.path, SKILL_FILE))):
-                    out.append((entry.name, sub.name, Path(sub.path)))
+            out.extend((entry.name, sub.name, sub.path) for sub in inner
+                       if not sub.name.startswith(".") and sub.is_dir()
+                       and isfile(join(sub.path, SKILL_FILE)))
         return out
+
+    def folders(self) -> list[tuple[str | None, str, Path]]:
+        """(category, name, folder) of every skill folder, sorted; reads no SKILL.md."""
+        return [(c, n, Path(p)) for c, n, p in self._folder_paths()]
+
+    def signature(self) -> tuple[object, ...]:
+        """(category, name, mtime_ns, size) of every SKILL.md: changes when any does."""
+        out: list[object] = []
+        for category, name, path in self._folder_paths():
+            try:
+                st = os.stat(os.path.join(path, SKILL_FILE))
+            except OSError:
+                continue
+            out.append((category, name, st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(out)
 
     def scan(self) -> list[SkillEntry]:
         """Every skill with its metadata, sorted by (category, name)."""
         out = []
-        for category, name, path in self.folders():
-            meta, error = _read_meta(path / SKILL_FILE)
-            out.append(SkillEntry(name, category, path, meta, error))
+        for category, name, path in self._folder_paths():
+            meta, error = read_meta(self.root, os.path.join(path, SKILL_FILE))
+            out.append(SkillEntry(name, category, Path(path), meta, error))
+        save_snapshot(self.root)
         return out
 
     def find(self, name: str) -> SkillEntry:

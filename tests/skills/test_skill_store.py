@@ -167,3 +167,22 @@ def test_a_pruned_skill_view_leaves_a_marker_the_summary_keeps() -> None:
     text = messages[1]["content"]
     assert text.startswith("[SKILL_PRUNED: deploy-k8s]") and "skill_view again" in text
     assert find_skill_markers([text]) == ["[SKILL_PRUNED: deploy-k8s]"]
+
+
+def test_metadata_snapshot_serves_a_restart_and_edits_are_reparsed(tmp_path: Path) -> None:
+    from agent_core.skills import metacache
+
+    store = SkillStore(tmp_path / "skills")
+    store.create("one", skill("one", "First description."))
+    store.scan()
+    assert (store.root / metacache.SNAPSHOT_FILE).is_file()
+    fresh = metacache.MetaCache()  # a new process
+    md = str(store.root / "one" / "SKILL.md")
+    meta, _ = fresh.get(store.root, md)
+    assert meta is not None and meta.description == "First description."
+    store.edit("one", skill("one", "Second description."))
+    meta, _ = fresh.get(store.root, md)
+    assert meta is not None and meta.description == "Second description."
+    (store.root / metacache.SNAPSHOT_FILE).write_text("{not json")
+    meta, _ = metacache.MetaCache().get(store.root, md)  # a broken snapshot is ignored
+    assert meta is not None and meta.description == "Second description."
