@@ -119,6 +119,7 @@ async def test_created_skill_is_recorded_and_survives_a_restart(
              (tmp_path / "skills" / ".audit.jsonl").read_text().splitlines()]
     assert [(a["action"], a["skill"]) for a in audit] == [("create", "deploy-k8s")]
     assert audit[0]["principal"].startswith("api:")
+    assert KEY not in (tmp_path / "skills" / ".audit.jsonl").read_text()
 
     model.requests.clear()
     async with client(tmp_path, model) as c:  # a restart, then a new session
