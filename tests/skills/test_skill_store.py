@@ -186,3 +186,20 @@ def test_metadata_snapshot_serves_a_restart_and_edits_are_reparsed(tmp_path: Pat
     (store.root / metacache.SNAPSHOT_FILE).write_text("{not json")
     meta, _ = metacache.MetaCache().get(store.root, md)  # a broken snapshot is ignored
     assert meta is not None and meta.description == "Second description."
+
+
+async def test_compression_keeps_the_marker_of_a_pruned_skill_in_the_summary() -> None:
+    from agent_core.compression import CompressionSettings, ContextCompressor
+    from tests.compression.compression_support import FIXED_NOW, FakeSummarizer, conversation
+
+    msgs = conversation(40, 3000)
+    # Turn 2 loaded a skill; its result is old by the time compression runs.
+    msgs[6]["tool_calls"][0]["function"] = {"name": "skill_view",
+                                            "arguments": json.dumps({"name": "deploy-k8s"})}
+    msgs[7] = {**msgs[7], "content": "# Deploy\n" + "Run the canary first.\n" * 200}
+    summ = FakeSummarizer(reply="## Goal\nship it\n## Pruned Skills\nNone.")
+    result = await ContextCompressor(summ, context_length=32_000,
+                                     settings=CompressionSettings(),
+                                     clock=lambda: FIXED_NOW).compress(msgs)
+    assert "[SKILL_PRUNED: deploy-k8s]" in json.dumps(summ.requests)  # the summarizer saw it
+    assert "## Pruned Skills\n[SKILL_PRUNED: deploy-k8s]" in result.summary
