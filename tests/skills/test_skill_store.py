@@ -203,3 +203,16 @@ async def test_compression_keeps_the_marker_of_a_pruned_skill_in_the_summary() -
                                      clock=lambda: FIXED_NOW).compress(msgs)
     assert "[SKILL_PRUNED: deploy-k8s]" in json.dumps(summ.requests)  # the summarizer saw it
     assert "## Pruned Skills\n[SKILL_PRUNED: deploy-k8s]" in result.summary
+
+
+async def test_a_long_skill_is_cut_by_skill_view_with_a_note(tmp_path: Path) -> None:
+    from agent_core.skills.store import MAX_VIEW_CHARS
+
+    store = SkillStore(tmp_path / "skills")
+    store.create("long", skill("long", body="A step of the procedure.\n" * 3_000))
+    ctx = ToolContext(workspace=tmp_path, skills_dir=store.root)
+    (out,) = await ToolRegistry(skill_tools()).execute(
+        [ToolCall("1", "skill_view", '{"name": "long"}')], ctx)
+    payload = json.loads(out.content)  # whole JSON: not cut by the generic output cap
+    assert payload["content"].endswith(f"[... cut at {MAX_VIEW_CHARS:,} of 75,046 characters]")
+    assert out.full_output_path is None

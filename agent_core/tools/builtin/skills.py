@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agent_core.skills.store import SkillError, SkillStore
+from agent_core.skills.store import MAX_VIEW_CHARS, SkillError, SkillStore
 from agent_core.tools.base import ToolContext
 from agent_core.tools.registry import Tool, ToolError
 
@@ -20,6 +20,9 @@ __all__ = ["SKILLS_TOOLSET", "skill_tools"]
 
 SKILLS_TOOLSET = "skills"
 _LIST_MAX = 200
+#: Room for `MAX_VIEW_CHARS` of skill text in the JSON result (escaped newlines, file list),
+#: so a long skill is cut by `skill_view` itself, at a note, not by the generic output cap.
+_VIEW_OUTPUT_CHARS = MAX_VIEW_CHARS + MAX_VIEW_CHARS // 4
 
 
 def _store(ctx: ToolContext) -> SkillStore:
@@ -127,7 +130,8 @@ def skill_tools() -> list[Tool]:
              ListArgs, skills_list, toolset=SKILLS_TOOLSET, parallel_safe=True),
         Tool("skill_view", "Load a skill's instructions (SKILL.md) or one of its resource "
              "files. Load a skill before following it.",
-             ViewArgs, skill_view, toolset=SKILLS_TOOLSET, parallel_safe=True),
+             ViewArgs, skill_view, toolset=SKILLS_TOOLSET, parallel_safe=True,
+             max_output_chars=_VIEW_OUTPUT_CHARS),
         Tool("skill_manage", "Create, patch, edit or delete a skill, or write a resource file "
              "beside its SKILL.md. Save an approach after a hard task; patch a skill that "
              "turned out wrong.", ManageArgs, skill_manage, toolset=SKILLS_TOOLSET,
