@@ -18,6 +18,7 @@ from agent_core.memory import MemoryStore, MemoryTarget
 from agent_core.ports import AgentPorts
 from agent_core.prompt import PromptInputs, build_system_prompt_async
 from agent_core.provider import ProviderRouter, ProviderSettings
+from agent_core.skills import skills_index
 from agent_core.tools.base import ToolContext
 from agent_core.tools.registry import Tool, ToolRegistry, default_registry
 from agent_core.tools.toolsets import ToolSelection, ToolSource, select
@@ -96,6 +97,11 @@ class AgentFactory:
             shared_workspace=config.workspace.shared,
         )
 
+    @property
+    def skills_root(self) -> Path | None:
+        """`$HERMES_HOME/skills`, or None when `skills.enabled` is false."""
+        return self._paths.skills if self._config.skills.enabled else None
+
     async def aclose(self) -> None:
         await self.router.aclose()
 
@@ -131,6 +137,9 @@ class AgentFactory:
         else:
             cwd = spaces.workspace_root if spaces.shared_workspace else None
         tools = self.selection(platform, chat_id).names()
+        skills = ""
+        if "skill_view" in tools:  # `skills.enabled` and the chat's toolsets say so
+            skills = await asyncio.to_thread(skills_index, self._paths.skills, tools)
         return await build_system_prompt_async(
             PromptInputs(
                 model=self.model,
@@ -138,6 +147,7 @@ class AgentFactory:
                 tool_names=tools,
                 external_prompt=self._config.agent.system_prompt or "",
                 memory_snapshot=memory,
+                skills_index=skills,
                 cwd=cwd,
                 date=today or dt.date.today(),
                 platform_hint=platform_hint,
@@ -164,6 +174,8 @@ class AgentFactory:
                 attachments_dir=attachments_dir,
                 ports=ports,
                 session_id=session_id,
+                skills_dir=self.skills_root,
+                principal=f"{principal.platform}:{principal.user_id}",
                 extra=extra if extra is not None else {},
             )
 

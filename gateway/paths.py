@@ -100,6 +100,11 @@ class ProfilePaths:
         return self.root / "memories"
 
     @property
+    def skills(self) -> Path:
+        """The profile's skills: `skills/<category>/<name>/SKILL.md`."""
+        return self.root / "skills"
+
+    @property
     def cache(self) -> Path:
         return self.root / "cache"
 

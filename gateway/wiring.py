@@ -197,7 +197,8 @@ def wire(
     services = CommandServices(
         store=store, manager=manager, sessions=turns.sessions, compression=compression,
         policy=policy, model=agents.model, context_length=agents.context_length,
-        registry=commands, approvals=approvals, tools=turns.builder)
+        registry=commands, approvals=approvals, tools=turns.builder,
+        skills=turns.builder)
     inbound = InboundRouter(
         store=store, adapters=adapters, delivery=delivery, manager=manager, commands=commands,
         command_services=services, policy=policy, require_mention=require_mention,

@@ -16,7 +16,7 @@ from typing import Any
 
 from hermes_common.redact import redact
 
-__all__ = ["describe_tool_result", "parse_arguments"]
+__all__ = ["describe_tool_result", "parse_arguments", "skill_marker"]
 
 _EDGE = 600
 _EXACT_LINES_CHARS = 4_096
@@ -79,6 +79,15 @@ def _first(args: dict[str, Any], *keys: str) -> Any:
     return None
 
 
+def skill_marker(name: str, arguments: str) -> str | None:
+    """`[SKILL_PRUNED: <skill>]` for a `skill_view` call (None for any other tool): what an
+    old skill result leaves behind, kept verbatim by the summary."""
+    if name.lower() != "skill_view":
+        return None
+    skill = _clip(_first(parse_arguments(arguments), "name") or "?", 64)
+    return f"[SKILL_PRUNED: {skill.replace(']', '')}]"
+
+
 def _line_count(content: str) -> str:
     """Exact up to `_EXACT_LINES_CHARS`; beyond, extrapolated from the edges ("~N")."""
     if not content or content.isspace():
@@ -123,6 +132,13 @@ def _describe(name: str, args: dict[str, Any], content: str) -> str:
             extra = f" (+{len(url) - 1} more)" if len(url) > 1 else ""
             url = f"{url[0]}{extra}" if url else "?"
         return f"[{name}] {_clip(url or '?', 100)} ({chars:,} chars)"
+    if base == "skill_view":
+        # Kept verbatim by the summarizer; the skills guidance tells the model to reload.
+        skill = _clip(_first(args, "name") or "?", 64).replace("]", "")
+        res = _first(args, "file_path")
+        what = f" file {_clip(res, 80)}" if res else ""
+        return (f"[SKILL_PRUNED: {skill}] skill_view{what} ({chars:,} chars) was removed; "
+                "call skill_view again before using it")
     if base in ("web_search", "search_web"):
         query = _clip(_first(args, "query", "q") or "?", 80)
         return f"[{name}] query='{query}' ({chars:,} chars result)"

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agent_core.compression.messages import Message, has_tool_calls, role_of, text_of
-from agent_core.compression.oneliners import describe_tool_result
+from agent_core.compression.oneliners import describe_tool_result, skill_marker
 from agent_core.tokens import estimate_message, estimate_text
 from hermes_common.redact import redact
 
@@ -57,11 +57,19 @@ def find_skill_markers(texts: Sequence[str]) -> list[str]:
     return list(seen)
 
 
-def _scope_markers(msgs: Sequence[Message]) -> list[str]:
+def _scope_markers(msgs: Sequence[Message],
+                   index: dict[str, tuple[str, str]] | None = None) -> list[str]:
     """Skill markers of `msgs`: anywhere in a short message, in the first and last
-    `_MARKER_EDGE` characters of a long one (searched in place, nothing is copied)."""
+    `_MARKER_EDGE` characters of a long one (searched in place, nothing is copied), and the
+    marker each `skill_view` result becomes when it is described (`index`: call id → (tool
+    name, arguments))."""
     seen: dict[str, None] = {}
     for msg in msgs:
+        if index is not None and role_of(msg) == "tool":
+            name, args = index.get(str(msg.get("tool_call_id")), ("", ""))
+            marker = skill_marker(name, args)
+            if marker is not None:
+                seen.setdefault(marker, None)
         content = msg.get("content")
         text = content if isinstance(content, str) else text_of(content)
         n = len(text)
@@ -238,5 +246,5 @@ def render_middle(
         omitted=first,
         rendered=len(turns) - first,
         chars=sum(len(c) for c in chunks),
-        skill_markers=_scope_markers(turns),
+        skill_markers=_scope_markers(turns, index),
     )

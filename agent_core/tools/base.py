@@ -61,4 +61,9 @@ class ToolContext:
     ports: AgentPorts = field(default_factory=AgentPorts)
     interrupt: InterruptSignal = field(default_factory=InterruptSignal)
     session_id: str | None = None
+    #: The profile's skills folder (None: skills are off).
+    skills_dir: Path | None = None
+    #: Who caused this turn, as an opaque label ("<platform>:<user id>"), recorded by tools
+    #: whose writes outlive the turn (skills). None: the operator.
+    principal: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -61,9 +61,10 @@ def _attach() -> None:
     service_cmd.register(gateway_cmd.app)
     app.add_typer(gateway_cmd.app, name="gateway")
     app.add_typer(pairing_cmd.app, name="pairing")
-    from gateway.cli import storage_cmd
+    from gateway.cli import skills_cmd, storage_cmd
 
     app.add_typer(storage_cmd.app, name="storage")
+    app.add_typer(skills_cmd.app, name="skills")
     from gateway.cli.demo_cmd import demo
 
     app.command("demo")(demo)

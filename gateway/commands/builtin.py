@@ -8,6 +8,7 @@ import shlex
 from gateway.commands.approval import approval_commands
 from gateway.commands.context import CommandContext, CommandServices
 from gateway.commands.registry import Access, Command, CommandRegistry
+from gateway.commands.skills import skills_command
 from gateway.commands.tools import tools_command
 from gateway.principals import folder_name
 from storage.errors import TitleInUseError
@@ -238,5 +239,6 @@ def builtin_registry() -> CommandRegistry:
         *approval_commands(),
         Command("tools", "The tools on in this chat, and why others are off", tools_command,
                 busy_ok=True),
+        Command("skills", "The skills the agent has saved", skills_command, busy_ok=True),
     ])
     return reg

@@ -14,6 +14,7 @@ from storage.types import Session, SessionScope
 
 if TYPE_CHECKING:
     from gateway.commands.registry import CommandRegistry
+    from gateway.commands.skills import SkillsInfo
     from gateway.commands.tools import ToolsInfo
     from gateway.sessions import SessionManager
     from gateway.turns import SessionResolver
@@ -59,6 +60,7 @@ class CommandServices:
     registry: CommandRegistry | None = None
     approvals: ApprovalDecider | None = None
     tools: ToolsInfo | None = None
+    skills: SkillsInfo | None = None
 
 
 @dataclass(slots=True)

@@ -237,6 +237,13 @@ class MemoryConfig(ConfigModel):
     user. `USER.md` is always per user and only shown to the agent in direct chats."""
 
 
+class SkillsConfig(ConfigModel):
+    enabled: bool = True
+    """Offer the skills tools (`skills_list`, `skill_view`, `skill_manage`, where the chat's
+    toolsets include `skills`) and list the skills of `$HERMES_HOME/skills/` in the system
+    prompt. `false`: neither."""
+
+
 class WorkspaceConfig(ConfigModel):
     shared: bool = False
     """`false`: every user has their own workspace folder (the file tools' root); `true`:
@@ -274,6 +281,7 @@ class HermesConfig(ConfigModel):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
@@ -290,16 +298,21 @@ class HermesConfig(ConfigModel):
         if platform is not None and chat_id is not None:
             own = self.tools.chats.get(f"{platform}:{chat_id}")
             if own is not None:
-                return list(own)
+                return self._skills_gate(own)
         block = self.platforms.get(platform) if platform is not None else None
         if block is not None and block.toolsets is not None:
-            return list(block.toolsets)
+            return self._skills_gate(block.toolsets)
         if self.tools.toolsets is not None:
-            return list(self.tools.toolsets)
+            return self._skills_gate(self.tools.toolsets)
         if self.agent.toolsets is not None:
-            return list(self.agent.toolsets)
+            return self._skills_gate(self.agent.toolsets)
         # `tools.terminal.enabled: true` is enough to offer it where no list is set.
-        return [*DEFAULT_TOOLSETS, *(["terminal"] if self.tools.terminal.enabled else [])]
+        return self._skills_gate(
+            [*DEFAULT_TOOLSETS, *(["terminal"] if self.tools.terminal.enabled else [])])
+
+    def _skills_gate(self, toolsets: list[str]) -> list[str]:
+        """`toolsets` without `skills` when `skills.enabled` is false."""
+        return [t for t in toolsets if self.skills.enabled or t != "skills"]
 
     def provider(self, name: str | None = None) -> ProviderConfig:
         """Provider `name` (default: `model.provider`). Raises KeyError if undefined."""

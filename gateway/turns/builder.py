@@ -97,6 +97,10 @@ class AgentBuilder:
         """What a new session in this chat would be offered now."""
         return self._agents.selection(platform, chat_id)
 
+    def skills_root(self) -> Path | None:
+        """The profile's skills folder for `/skills` (None: `skills.enabled` is false)."""
+        return self._agents.skills_root
+
     def confinement(self) -> list[str]:
         """execute_code's sandbox and terminal's approvals, for `/tools`."""
         return self._agents.acting.describe()

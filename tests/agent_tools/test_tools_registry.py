@@ -313,6 +313,7 @@ def test_tools_schemas_by_toolset() -> None:
     assert names == [
         "memory", "session_search", "todo", "clarify",
         "read_file", "write_file", "patch", "search_files",
+        "skills_list", "skill_view", "skill_manage",
     ]
     files = reg.schemas(["files"])
     assert [s["function"]["name"] for s in files] == ["read_file", "write_file", "patch", "search_files"]

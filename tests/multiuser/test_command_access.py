@@ -24,7 +24,7 @@ def test_builtins_declare_who_may_use_them() -> None:
     reg = builtin_registry()
     assert {c.name for c in reg if c.access is Access.GROUP} == CHANGES_THE_CONVERSATION
     assert {c.name for c in reg if c.access is Access.EVERYONE} == {
-        "help", "stop", "status", "sessions", "whoami", "tools",
+        "help", "stop", "status", "sessions", "whoami", "tools", "skills",
         "approve", "deny"}  # who may decide is the approval desk's rule (requester or admin)
     assert [c.name for c in reg if c.reads_without_args] == ["title"]
     assert "[admins, in groups]" in reg.help_text()

@@ -1,4 +1,5 @@
-"""Built-in tools: memory, session_search, todo, clarify and the workspace file tools."""
+"""Built-in tools: memory, session_search, todo, clarify, the workspace file tools and the
+skills tools."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from agent_core.tools.builtin.clarify import clarify_tool
 from agent_core.tools.builtin.files import file_tools
 from agent_core.tools.builtin.memory import memory_tool
 from agent_core.tools.builtin.session_search import session_search_tool
+from agent_core.tools.builtin.skills import skill_tools
 from agent_core.tools.builtin.todo import todo_tool
 from agent_core.tools.registry import Tool
 
@@ -20,4 +22,5 @@ def builtin_tools() -> list[Tool]:
         todo_tool(),
         clarify_tool(),
         *file_tools(),
+        *skill_tools(),
     ]
