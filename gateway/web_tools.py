@@ -26,6 +26,7 @@ from agent_core.web.search import SearchSettings, make_backend
 from gateway.agents import provider_settings
 from gateway.compression.summarizer import AuxSummarizer
 from gateway.config.models import HermesConfig
+from gateway.media import MediaReader, MediaSettings
 
 __all__ = ["WebTools", "vision_target"]
 
@@ -49,6 +50,9 @@ class WebTools:
     clients: list[AuxSummarizer] = field(default_factory=list)
     #: Why a web tool is off (tool name → reason), for `/tools` and the start-up log.
     off: dict[str, str] = field(default_factory=dict)
+    #: Inbound media for the turns: image parts for a vision main model, else descriptions
+    #: by the auxiliary vision model (the same client as `vision_analyze`).
+    media: MediaReader = field(default_factory=MediaReader)
 
     @classmethod
     def from_config(cls, config: HermesConfig) -> WebTools:
@@ -77,6 +81,11 @@ class WebTools:
             out.off["web_search"] = why
         out.tools.append(web_extract_tool(fetch_settings))
         target = vision_target(config)
+        main = config.providers.get(config.model.provider)
+        main_vision = main is not None and main.vision
+        media = MediaSettings(vision=main_vision,
+                              max_images=config.gateway.media.max_images_per_message)
+        out.media = MediaReader(media)
         if target is None:
             out.off["vision_analyze"] = ("no vision model: set providers.<main>.vision: true or "
                                          "auxiliary.vision_model")
@@ -84,6 +93,8 @@ class WebTools:
             name, model = target
             vision = AuxSummarizer(provider_settings(name, config.providers[name], model=model))
             out.clients.append(vision)
+            if not main_vision:
+                out.media = MediaReader(media, describer=vision)
             out.tools.append(vision_tool(VisionSettings(model=vision, fetch=fetch_settings,
                                                         max_bytes=web.image_max_bytes)))
         for tool, reason in out.off.items():

@@ -180,6 +180,9 @@ class MediaConfig(ConfigModel):
     max_inbound_mb: float = Field(default=20.0, gt=0)
     max_outbound_mb: float = Field(default=20.0, gt=0)
     """Largest file a reply may attach; a bigger one is not sent and the chat is told."""
+    max_images_per_message: int = Field(default=4, ge=0)
+    """Inbound images shown to the model (or described) per message; more are skipped
+    with a note to the user."""
     cache_retention_days: float = Field(default=7.0, ge=0)
     """Cached inbound attachments and saved tool output older than this are deleted
     (hourly). 0 = keep for ever."""
