@@ -84,7 +84,8 @@ class WebTools:
         main = config.providers.get(config.model.provider)
         main_vision = main is not None and main.vision
         media = MediaSettings(vision=main_vision,
-                              max_images=config.gateway.media.max_images_per_message)
+                              max_images=config.gateway.media.max_images_per_message,
+                              document_max_chars=config.gateway.media.document_max_chars)
         out.media = MediaReader(media)
         if target is None:
             out.off["vision_analyze"] = ("no vision model: set providers.<main>.vision: true or "

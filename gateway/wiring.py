@@ -188,7 +188,7 @@ def wire(
         settings=TurnSettings(tool_progress=tool_progress),
         compression=compression, metrics=metrics, clock=clock,
         approvals=approvals, approval_timeout_s=config.tools.terminal.approval_timeout_s,
-        media=media,
+        media=(media or MediaReader()).with_workspace(agents.spaces.workspace),
     )
     inbox = DurableInbox(store, boot_id=boot_id)
     manager = SessionManager(

@@ -183,6 +183,9 @@ class MediaConfig(ConfigModel):
     max_images_per_message: int = Field(default=4, ge=0)
     """Inbound images shown to the model (or described) per message; more are skipped
     with a note to the user."""
+    document_max_chars: int = Field(default=20_000, ge=1000)
+    """Extracted document text longer than this is cut (the start and the end kept, with a
+    note) and saved whole to the sender's workspace (`documents/<name>.txt`)."""
     cache_retention_days: float = Field(default=7.0, ge=0)
     """Cached inbound attachments and saved tool output older than this are deleted
     (hourly). 0 = keep for ever."""

@@ -13,7 +13,7 @@ one line, to the user.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -22,13 +22,14 @@ import structlog
 
 from agent_core.compression.types import Summarizer, SummarizerError
 from agent_core.web.images import ImageError, Prepared, data_url, prepare_image
-from gateway.events import Attachment, MessageEvent
+from gateway.events import Attachment, MessageEvent, Principal
+from gateway.media.documents import DocumentError, Extracted, cap, extract
 
 __all__ = ["MediaReader", "MediaSettings", "Sniffed", "Understood", "sniff"]
 
 log = structlog.get_logger("gateway.media")
 
-Sniffed = Literal["image", "pdf", "zip", "audio", "text", "other"]
+Sniffed = Literal["image", "pdf", "zip", "ole", "audio", "text", "other"]
 _DESCRIBE = ("Describe this image for someone who cannot see it: what it shows, any text in "
              "it (verbatim), and details that may matter. Be concise.")
 
@@ -43,6 +44,8 @@ def sniff(head: bytes) -> Sniffed:
         return "pdf"
     if head.startswith(b"PK\x03\x04"):
         return "zip"
+    if head.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+        return "ole"
     if (head.startswith((b"OggS", b"ID3", b"fLaC", b"\x1aE\xdf\xa3", b"#!AMR"))
             or (head[:4] == b"RIFF" and head[8:12] == b"WAVE")
             or head[4:8] == b"ftyp" or head[:2] in (b"\xff\xfb", b"\xff\xf3", b"\xff\xf1")):
@@ -63,6 +66,10 @@ class MediaSettings:
     vision: bool = False
     max_images: int = 4
     describe_max_tokens: int = 600
+    #: Extracted document text longer than this is cut (head and tail kept) and saved whole
+    #: to the sender's workspace.
+    document_max_chars: int = 20_000
+    document_timeout_s: float = 60.0
 
 
 @dataclass
@@ -89,9 +96,15 @@ def attachment_line(att: Attachment) -> str:
 
 class MediaReader:
     def __init__(self, settings: MediaSettings = MediaSettings(), *,
-                 describer: Summarizer | None = None) -> None:
+                 describer: Summarizer | None = None,
+                 workspace: Callable[[Principal], Path] | None = None) -> None:
         self._s = settings
         self._describer = describer
+        self._workspace = workspace
+
+    def with_workspace(self, workspace: Callable[[Principal], Path]) -> MediaReader:
+        """The same reader, saving long documents to `workspace(sender)`."""
+        return MediaReader(self._s, describer=self._describer, workspace=workspace)
 
     async def read(self, events: Sequence[MessageEvent]) -> Understood:
         texts: list[str] = []
@@ -109,6 +122,8 @@ class MediaReader:
                 if kind == "image":
                     images += 1
                     lines.extend(await self._image(att, images, out))
+                elif kind in ("pdf", "zip", "ole", "text"):
+                    lines.extend(await self._document(ev, att, kind, out))
                 else:
                     lines.append(attachment_line(att))
             texts.append("\n".join(lines))
@@ -170,3 +185,55 @@ class MediaReader:
         log.info("media_image_described", mime=image.mime)
         return (f"[image {number} ({name}), described by the vision model because you cannot "
                 f"see images:]\n{text.strip()}\n[end of image {number} description]")
+
+    async def _document(self, ev: MessageEvent, att: Attachment, kind: Sniffed,
+                        out: Understood) -> list[str]:
+        name = _label(att)
+        lines = [attachment_line(att)]
+        try:
+            if kind == "ole":
+                raise DocumentError("the document is password-protected, or an old binary "
+                                    "Office format that is not read")
+            got = await asyncio.wait_for(asyncio.to_thread(extract, Path(att.path), kind),
+                                         self._s.document_timeout_s)
+        except (DocumentError, TimeoutError, OSError) as exc:
+            why = (str(exc) if isinstance(exc, DocumentError) else "reading it took too long"
+                   if isinstance(exc, TimeoutError) else "the file could not be read")
+            log.info("media_document_unreadable", kind=kind, reason=why)
+            lines.append(f"[{name} could not be read: {why}]")
+            out.notices.append(f"⚠️ {name}: could not be read ({why}).")
+            return lines
+        if got is None:
+            return lines
+        text, cut = cap(got.text, self._s.document_max_chars)
+        where = await self._save_whole(ev, name, got) if cut else None
+        what = got.kind + (f", {got.pages} pages" if got.pages is not None else "")
+        if got.pages is not None and got.pages_read is not None and got.pages_read < got.pages:
+            what += f", the first {got.pages_read} read"
+        note = ""
+        if cut:
+            note = (f"; {len(got.text)} characters, the middle {cut} cut below"
+                    + (f"; the whole text is in your workspace at {where}" if where else ""))
+        log.info("media_document_extracted", kind=got.kind, chars=len(got.text), cut=cut)
+        lines.append(f"[text of {name} ({what}{note}):]\n{text}\n[end of {name}]")
+        return lines
+
+    async def _save_whole(self, ev: MessageEvent, name: str, got: Extracted) -> str | None:
+        """Save the whole text into the sender's workspace; the path relative to it."""
+        if self._workspace is None:
+            return None
+        root = self._workspace(ev.principal)
+        stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:80] or "document"
+        rel = Path("documents") / f"{stem}.txt"
+
+        def save() -> None:
+            target = root / rel
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            target.write_text(got.text, encoding="utf-8")
+
+        try:
+            await asyncio.to_thread(save)
+        except OSError as exc:
+            log.warning("media_document_not_saved", error=type(exc).__name__)
+            return None
+        return str(rel)
