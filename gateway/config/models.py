@@ -257,6 +257,14 @@ class SecurityConfig(ConfigModel):
     """Start even when `.env` is readable by the group or others (otherwise exit 78)."""
 
 
+class SttConfig(ConfigModel):
+    """Speech-to-text for inbound voice notes and audio files (OpenAI-compatible
+    `/audio/transcriptions` of `providers.<provider>`)."""
+
+    provider: str = "main"
+    model: str = "whisper-1"
+
+
 class HermesConfig(ConfigModel):
     """The whole `config.yaml`."""
 
@@ -273,6 +281,7 @@ class HermesConfig(ConfigModel):
     security: SecurityConfig = Field(default_factory=SecurityConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    stt: SttConfig = Field(default_factory=SttConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
 
     def toolsets(self, platform: str | None = None, chat_id: str | None = None) -> list[str]:

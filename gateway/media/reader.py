@@ -24,6 +24,7 @@ from agent_core.compression.types import Summarizer, SummarizerError
 from agent_core.web.images import ImageError, Prepared, data_url, prepare_image
 from gateway.events import Attachment, MessageEvent, Principal
 from gateway.media.documents import DocumentError, Extracted, cap, extract
+from gateway.media.voice import Transcriber, TranscriptionError, audio_suffix
 
 __all__ = ["MediaReader", "MediaSettings", "Sniffed", "Understood", "sniff"]
 
@@ -97,14 +98,19 @@ def attachment_line(att: Attachment) -> str:
 class MediaReader:
     def __init__(self, settings: MediaSettings = MediaSettings(), *,
                  describer: Summarizer | None = None,
-                 workspace: Callable[[Principal], Path] | None = None) -> None:
+                 workspace: Callable[[Principal], Path] | None = None,
+                 transcriber: Transcriber | None = None,
+                 stt_off: str = "no speech-to-text provider is configured (stt.provider)") -> None:
         self._s = settings
         self._describer = describer
         self._workspace = workspace
+        self._transcriber = transcriber
+        self._stt_off = stt_off
 
     def with_workspace(self, workspace: Callable[[Principal], Path]) -> MediaReader:
         """The same reader, saving long documents to `workspace(sender)`."""
-        return MediaReader(self._s, describer=self._describer, workspace=workspace)
+        return MediaReader(self._s, describer=self._describer, workspace=workspace,
+                           transcriber=self._transcriber, stt_off=self._stt_off)
 
     async def read(self, events: Sequence[MessageEvent]) -> Understood:
         texts: list[str] = []
@@ -122,6 +128,8 @@ class MediaReader:
                 if kind == "image":
                     images += 1
                     lines.extend(await self._image(att, images, out))
+                elif kind == "audio" or (kind == "other" and att.kind in ("voice", "audio")):
+                    lines.extend(await self._audio(att, out))
                 elif kind in ("pdf", "zip", "ole", "text"):
                     lines.extend(await self._document(ev, att, kind, out))
                 else:
@@ -237,3 +245,24 @@ class MediaReader:
             log.warning("media_document_not_saved", error=type(exc).__name__)
             return None
         return str(rel)
+
+    async def _audio(self, att: Attachment, out: Understood) -> list[str]:
+        name = _label(att)
+        what = "voice message" if att.kind == "voice" else "audio file"
+        lines = [attachment_line(att)]
+        try:
+            if self._transcriber is None:
+                raise TranscriptionError(self._stt_off)
+            data = await asyncio.to_thread(Path(att.path).read_bytes)
+            filename = Path(name).stem + audio_suffix(data[:16])
+            transcript = await self._transcriber.transcribe(data, filename)
+        except (TranscriptionError, OSError) as exc:
+            why = exc.reason if isinstance(exc, TranscriptionError) else "it could not be read"
+            log.info("media_transcription_failed", kind=att.kind)
+            lines.append(f"[{what} {name} could not be transcribed: {why}]")
+            out.notices.append(f"⚠️ Your {what} could not be transcribed: {why}.")
+            return lines
+        log.info("media_transcribed", kind=att.kind, chars=len(transcript))
+        lines.append(f"[{what} {name}, transcribed by speech-to-text:]\n{transcript}\n"
+                     f"[end of transcript]")
+        return lines

@@ -48,3 +48,29 @@ def docx_bytes(paragraphs: list[str], table: list[list[str]] | None = None) -> b
     buf = io.BytesIO()
     doc.save(buf)
     return buf.getvalue()
+
+
+def wav(seconds: float = 0.3, rate: int = 8000) -> bytes:
+    """A real mono 16-bit WAV: a 440 Hz tone."""
+    import math
+    import struct
+    import wave
+
+    frames = b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / rate)))
+                      for i in range(int(seconds * rate)))
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(frames)
+    return buf.getvalue()
+
+
+def ogg_header() -> bytes:
+    """The first page of an OGG/Opus stream (identification header only): enough for
+    format detection; the fake endpoint does not decode audio."""
+    head = b"OpusHead" + bytes([1, 1]) + (312).to_bytes(2, "little") + (48000).to_bytes(
+        4, "little") + b"\x00\x00\x00"
+    return (b"OggS\x00\x02" + b"\x00" * 8 + b"\x01\x00\x00\x00" + b"\x00" * 8
+            + bytes([1, len(head)]) + head)
