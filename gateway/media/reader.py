@@ -23,7 +23,7 @@ import structlog
 from agent_core.compression.types import Summarizer, SummarizerError
 from agent_core.web.images import ImageError, Prepared, data_url, prepare_image
 from gateway.events import Attachment, MessageEvent, Principal
-from gateway.media.documents import DocumentError, Extracted, cap, extract
+from gateway.media.documents import DocumentError, Extracted, cap, extract_isolated
 from gateway.media.voice import Transcriber, TranscriptionError, audio_suffix
 
 __all__ = ["MediaReader", "MediaSettings", "Sniffed", "Understood", "sniff"]
@@ -202,11 +202,10 @@ class MediaReader:
             if kind == "ole":
                 raise DocumentError("the document is password-protected, or an old binary "
                                     "Office format that is not read")
-            got = await asyncio.wait_for(asyncio.to_thread(extract, Path(att.path), kind),
-                                         self._s.document_timeout_s)
-        except (DocumentError, TimeoutError, OSError) as exc:
-            why = (str(exc) if isinstance(exc, DocumentError) else "reading it took too long"
-                   if isinstance(exc, TimeoutError) else "the file could not be read")
+            got = await extract_isolated(Path(att.path), kind,
+                                         timeout_s=self._s.document_timeout_s)
+        except (DocumentError, OSError) as exc:
+            why = str(exc) if isinstance(exc, DocumentError) else "the file could not be read"
             log.info("media_document_unreadable", kind=kind, reason=why)
             lines.append(f"[{name} could not be read: {why}]")
             out.notices.append(f"⚠️ {name}: could not be read ({why}).")
