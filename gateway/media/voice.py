@@ -1,8 +1,8 @@
 """Speech to text for inbound voice notes and audio files: an OpenAI-compatible
 `/audio/transcriptions` endpoint through the `openai` SDK (`stt.provider`, `stt.model`).
 
-The file goes as it came, named by what its bytes are (`.ogg`, `.wav`, `.mp3`, …): Telegram
-names its Opus voice notes `.oga`, which OpenAI refuses by name although it reads OGG/Opus.
+The file goes as it came, named by what its bytes are (`.ogg`, `.wav`, `.mp3`, …): some
+platforms name Opus voice notes `.oga`, which OpenAI refuses by name although it reads OGG/Opus.
 Errors become `TranscriptionError` with a one-line reason safe to show."""
 
 from __future__ import annotations
