@@ -128,6 +128,8 @@ class MediaReader:
                 if kind == "image":
                     images += 1
                     lines.extend(await self._image(att, images, out))
+                elif att.kind == "video":
+                    lines.append(attachment_line(att))  # videos are not understood (yet)
                 elif kind == "audio" or (kind == "other" and att.kind in ("voice", "audio")):
                     lines.extend(await self._audio(att, out))
                 elif kind in ("pdf", "zip", "ole", "text"):
