@@ -32,6 +32,7 @@ from gateway.eventloop import loop_name
 from gateway.health import HealthServer
 from gateway.housekeeping import prune_forever
 from gateway.inbound import InboundRouter
+from gateway.media import MediaReader
 from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
 from gateway.ports import BasePlatformAdapter
@@ -131,6 +132,7 @@ class GatewayRunner:
         self.watchdog: LoopWatchdog | None = None
         #: The MCP servers' connections, when `mcp_servers` names any.
         self.mcp: McpHub | None = None
+        self._media: MediaReader | None = None
         self.notifier = SdNotifier.from_env(unset_environment=True)
 
     # -- the parts, once started ---------------------------------------------------------
@@ -237,7 +239,8 @@ class GatewayRunner:
         await agents.acting.probe()
         adapters = self._build_adapters()
         parts = self._parts = wire(self.config, self.paths, store=store, agents=agents,
-                                   adapters=adapters, metrics=self.metrics, clock=self._clock)
+                                   adapters=adapters, metrics=self.metrics, clock=self._clock,
+                                   media=self._media)
         if parts.compression is not None:
             stack.push_async_callback(_quietly, "compression", parts.compression.close)
         stack.push_async_callback(_quietly, "delivery", parts.delivery.close)
@@ -321,6 +324,7 @@ class GatewayRunner:
         try:
             web = WebTools.from_config(self.config)
             stack.push_async_callback(_quietly, "web_tools", web.aclose)
+            self._media = web.media
             agents = AgentFactory(self.config, self.paths, tools=web.tools,
                                   tool_sources=tool_sources)
         except KeyError as exc:

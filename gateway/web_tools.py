@@ -26,6 +26,8 @@ from agent_core.web.search import SearchSettings, make_backend
 from gateway.agents import provider_settings
 from gateway.compression.summarizer import AuxSummarizer
 from gateway.config.models import HermesConfig
+from gateway.media import MediaReader, MediaSettings
+from gateway.media.voice import OpenAITranscriber, SttSettings
 
 __all__ = ["WebTools", "vision_target"]
 
@@ -49,6 +51,10 @@ class WebTools:
     clients: list[AuxSummarizer] = field(default_factory=list)
     #: Why a web tool is off (tool name → reason), for `/tools` and the start-up log.
     off: dict[str, str] = field(default_factory=dict)
+    #: Inbound media for the turns: image parts for a vision main model, else descriptions
+    #: by the auxiliary vision model (the same client as `vision_analyze`).
+    media: MediaReader = field(default_factory=MediaReader)
+    transcriber: OpenAITranscriber | None = None
 
     @classmethod
     def from_config(cls, config: HermesConfig) -> WebTools:
@@ -77,6 +83,22 @@ class WebTools:
             out.off["web_search"] = why
         out.tools.append(web_extract_tool(fetch_settings))
         target = vision_target(config)
+        main = config.providers.get(config.model.provider)
+        main_vision = main is not None and main.vision
+        media = MediaSettings(vision=main_vision,
+                              max_images=config.gateway.media.max_images_per_message,
+                              document_max_chars=config.gateway.media.document_max_chars)
+        stt_off = "no speech-to-text provider is configured (stt.provider)"
+        stt = config.providers.get(config.stt.provider)
+        if stt is None:
+            stt_off = f"stt.provider {config.stt.provider!r} is not among the providers"
+        elif not stt.keys():
+            stt_off = f"the speech-to-text provider {config.stt.provider!r} has no API key"
+        else:
+            out.transcriber = OpenAITranscriber(SttSettings(
+                base_url=str(stt.base_url).rstrip("/"), api_key=stt.keys()[0],
+                model=config.stt.model, timeout_s=stt.timeout_s))
+        out.media = MediaReader(media, transcriber=out.transcriber, stt_off=stt_off)
         if target is None:
             out.off["vision_analyze"] = ("no vision model: set providers.<main>.vision: true or "
                                          "auxiliary.vision_model")
@@ -84,6 +106,9 @@ class WebTools:
             name, model = target
             vision = AuxSummarizer(provider_settings(name, config.providers[name], model=model))
             out.clients.append(vision)
+            if not main_vision:
+                out.media = MediaReader(media, describer=vision, transcriber=out.transcriber,
+                                        stt_off=stt_off)
             out.tools.append(vision_tool(VisionSettings(model=vision, fetch=fetch_settings,
                                                         max_bytes=web.image_max_bytes)))
         for tool, reason in out.off.items():
@@ -92,6 +117,11 @@ class WebTools:
 
     async def aclose(self) -> None:
         """Close the auxiliary clients. Must not raise."""
+        if self.transcriber is not None:
+            try:
+                await self.transcriber.aclose()
+            except Exception as exc:  # noqa: BLE001 - closing must not raise
+                log.warning("web_tool_close_failed", error_type=type(exc).__name__)
         for client in self.clients:
             try:
                 await client.aclose()

@@ -32,6 +32,7 @@ from gateway.delivery.service import DeliveryService, ReplyTarget
 from gateway.delivery.stream import StreamSettings
 from gateway.events import Principal
 from gateway.inbound import InboundRouter
+from gateway.media import MediaReader
 from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
 from gateway.pipeline.authz import AccessPolicy
@@ -149,6 +150,7 @@ def wire(
     adapters: Mapping[str, BasePlatformAdapter],
     metrics: GatewayMetrics,
     clock: Callable[[], float] = time.time,
+    media: MediaReader | None = None,
 ) -> GatewayParts:
     """Build the gateway's components for `adapters` over `store`. Raises what the
     compression factory raises for a provider it cannot use (a validated config has none)."""
@@ -186,6 +188,7 @@ def wire(
         settings=TurnSettings(tool_progress=tool_progress),
         compression=compression, metrics=metrics, clock=clock,
         approvals=approvals, approval_timeout_s=config.tools.terminal.approval_timeout_s,
+        media=(media or MediaReader()).with_workspace(agents.spaces.workspace),
     )
     inbox = DurableInbox(store, boot_id=boot_id)
     manager = SessionManager(

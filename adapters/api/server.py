@@ -51,7 +51,7 @@ from adapters.api.wire import (
     sse_done,
     sse_error,
 )
-from gateway.events import ChatType, MessageEvent, UserRef
+from gateway.events import Attachment, ChatType, MessageEvent, UserRef
 from gateway.ports import AdapterContext
 from hermes_common.redact import redact
 
@@ -135,7 +135,7 @@ class ApiServer:
         except ValueError:
             return _json_error(400, "the request body is not valid JSON", code="invalid_json")
         try:
-            chat = parse_chat_request(body)
+            chat = parse_chat_request(body, max_image_bytes=self._ctx.max_attachment_bytes)
             session = _bounded(chat.user or request.headers.get(SESSION_HEADER), "session")
             client_event = _bounded(
                 next((request.headers[h] for h in EVENT_ID_HEADERS if h in request.headers), None),
@@ -153,7 +153,7 @@ class ApiServer:
             return _json_error(409, "this event id belongs to another session", code="conflict")
         if turn is None:
             turn = self._turns.open(event_id, chat_id)
-            refusal = await self._emit(turn, principal, chat.text)
+            refusal = await self._emit(turn, principal, chat.text, chat.images)
             if refusal is not None:
                 return refusal
         response_headers = {
@@ -169,7 +169,14 @@ class ApiServer:
         finally:
             turn.listeners -= 1
 
-    async def _emit(self, turn: Turn, principal: str, text: str) -> web.Response | None:
+    async def _emit(self, turn: Turn, principal: str, text: str,
+                    images: tuple[bytes, ...] = ()) -> web.Response | None:
+        try:
+            attachments = await asyncio.to_thread(self._save_images, images)
+        except OSError as exc:
+            self._turns.discard(turn)
+            self._ctx.logger.warning("api_image_not_saved", error=type(exc).__name__)
+            return _json_error(503, "the image could not be stored", type_="server_error")
         event = MessageEvent(
             platform=self._platform,
             event_id=turn.event_id,
@@ -178,6 +185,7 @@ class ApiServer:
             user=UserRef(id=principal, name=principal),
             text=text,
             message_id=turn.event_id,
+            attachments=attachments,
         )
         try:
             accepted = await self._ctx.emit(event)
@@ -192,6 +200,21 @@ class ApiServer:
             self._turns.discard(turn)
             return _json_error(409, "this event was already processed", code="duplicate_event")
         return None
+
+    def _save_images(self, images: tuple[bytes, ...]) -> tuple[Attachment, ...]:
+        """Write each image into the adapter cache (the gateway moves it into the chat's own
+        cache folder). Blocking."""
+        if not images:
+            return ()
+        folder = self._ctx.cache_dir / self._platform
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        saved = []
+        for i, data in enumerate(images, 1):
+            path = folder / f"image-{uuid.uuid4().hex[:12]}.bin"
+            path.write_bytes(data)
+            saved.append(Attachment(path=str(path), kind="image", name=f"image{i}",
+                                    size=len(data)))
+        return tuple(saved)
 
     def _failure_message(self, turn: Turn) -> str:
         return self.redact(turn.error or "the turn failed")

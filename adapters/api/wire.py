@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import time
 from collections.abc import Mapping
@@ -35,6 +37,40 @@ class ChatRequest:
     text: str
     stream: bool
     user: str | None
+    #: Decoded `image_url` parts of the newest user message (data: URLs only).
+    images: tuple[bytes, ...] = ()
+
+
+MAX_IMAGES = 8
+
+
+def _content_images(content: Any, max_bytes: int) -> tuple[bytes, ...]:
+    """The bytes of each `image_url` part. Only `data:` URLs are taken: the gateway never
+    fetches a URL a client names. Raises `RequestError`."""
+    if not isinstance(content, list):
+        return ()
+    found: list[bytes] = []
+    for part in content:
+        if not isinstance(part, Mapping) or part.get("type") != "image_url":
+            continue
+        ref = part.get("image_url")
+        url = ref.get("url") if isinstance(ref, Mapping) else ref
+        if not isinstance(url, str) or not url.startswith("data:"):
+            raise RequestError("image_url parts must be data: URLs (base64); the gateway does "
+                               "not fetch images by URL", param="messages")
+        head, _, payload = url.partition(",")
+        if not head.endswith(";base64"):
+            raise RequestError("image_url data: URLs must be base64-encoded", param="messages")
+        if len(payload) * 3 // 4 > max_bytes:
+            raise RequestError(f"an image is larger than {max_bytes} bytes", param="messages")
+        try:
+            found.append(base64.b64decode(payload, validate=True))
+        except (binascii.Error, ValueError):
+            raise RequestError("an image_url part is not valid base64",
+                               param="messages") from None
+        if len(found) > MAX_IMAGES:
+            raise RequestError(f"at most {MAX_IMAGES} images per message", param="messages")
+    return tuple(found)
 
 
 def error_body(
@@ -60,7 +96,7 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def parse_chat_request(body: Any) -> ChatRequest:
+def parse_chat_request(body: Any, *, max_image_bytes: int = 20 * 1024 * 1024) -> ChatRequest:
     """Take only the newest user message's text from a chat-completions body.
 
     Raises `RequestError` when the body is not an object, has no user message, or the newest
@@ -78,15 +114,17 @@ def parse_chat_request(body: Any) -> ChatRequest:
     if newest is None:
         raise RequestError("'messages' contains no user message", param="messages")
     text = _content_text(newest.get("content"))
-    if not text.strip():
+    images = _content_images(newest.get("content"), max_image_bytes)
+    if not text.strip() and not images:
         raise RequestError(
-            "the newest user message has no text content (only text is supported)",
+            "the newest user message has no text or image content",
             param="messages",
         )
     user = body.get("user")
     if user is not None and not isinstance(user, str):
         raise RequestError("'user' must be a string", param="user")
-    return ChatRequest(text=text, stream=body.get("stream") is True, user=user or None)
+    return ChatRequest(text=text, stream=body.get("stream") is True, user=user or None,
+                       images=images)
 
 
 def completion_body(completion_id: str, model: str, text: str) -> dict[str, Any]:

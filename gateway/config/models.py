@@ -181,6 +181,12 @@ class MediaConfig(ConfigModel):
     max_inbound_mb: float = Field(default=20.0, gt=0)
     max_outbound_mb: float = Field(default=20.0, gt=0)
     """Largest file a reply may attach; a bigger one is not sent and the chat is told."""
+    max_images_per_message: int = Field(default=4, ge=0)
+    """Inbound images shown to the model (or described) per message; more are skipped
+    with a note to the user."""
+    document_max_chars: int = Field(default=20_000, ge=1000)
+    """Extracted document text longer than this is cut (the start and the end kept, with a
+    note) and saved whole to the sender's workspace (`documents/<name>.txt`)."""
     cache_retention_days: float = Field(default=7.0, ge=0)
     """Cached inbound attachments and saved tool output older than this are deleted
     (hourly). 0 = keep for ever."""
@@ -271,6 +277,14 @@ class SecurityConfig(ConfigModel):
     """Start even when `.env` is readable by the group or others (otherwise exit 78)."""
 
 
+class SttConfig(ConfigModel):
+    """Speech-to-text for inbound voice notes and audio files (OpenAI-compatible
+    `/audio/transcriptions` of `providers.<provider>`)."""
+
+    provider: str = "main"
+    model: str = "whisper-1"
+
+
 class HermesConfig(ConfigModel):
     """The whole `config.yaml`."""
 
@@ -288,6 +302,7 @@ class HermesConfig(ConfigModel):
     security: SecurityConfig = Field(default_factory=SecurityConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    stt: SttConfig = Field(default_factory=SttConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     storage: StorageConfig = Field(default_factory=StorageConfig)
 

@@ -25,6 +25,7 @@ from gateway.delivery.service import DeliveryService, PreparedFinal, ReplyTarget
 from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
 from gateway.logging import bind_context
+from gateway.media import MediaReader
 from gateway.metrics import GatewayMetrics
 from gateway.sessions.inbox import event_keys
 from gateway.sessions.worker import MERGE_REASON
@@ -66,8 +67,10 @@ class TurnService:
         compression: CompressionHook | None = None,
         settings: TurnSettings = TurnSettings(),
         metrics: GatewayMetrics | None = None,
+        media: MediaReader | None = None,
     ) -> None:
         self._store = store
+        self._media = media or MediaReader()
         self._delivery = delivery
         self.sessions = sessions
         self._agents = agents
@@ -142,10 +145,20 @@ class TurnService:
         # of its batch (a burst, or what queued behind an interrupt) are stored now.
         fresh = [ev for ev in events if not _is_rerun(ev)]
         sid = session.id
+        images: list[dict[str, Any]] = []
         if fresh:  # stored, and the events' durable hold let go, in one transaction
-            sid, _ = await self._store.append_live(sid, [_user_message(fresh)],
+            understood = await self._media.read(fresh)
+            for note in understood.notices:
+                await self._delivery.notify(target, note)
+            images = understood.parts
+            sid, _ = await self._store.append_live(sid, [understood.message],
                                                    release=event_keys(fresh))
         session, history = await self._store.live_history(sid)
+        if images and history and history[-1].get("role") == "user":
+            # This turn only: the stored message keeps the text stand-in of each image.
+            text = history[-1].get("content") or ""
+            history[-1] = {**history[-1], "content": [{"type": "text", "text": str(text)},
+                                                      *images]}
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
             return await self._run_agent(session, history, target, interrupt, key=key)
@@ -312,6 +325,7 @@ def build_turns(
     clock: Callable[[], float] = time.time,
     approvals: ApprovalDesk | None = None,
     approval_timeout_s: float = 300.0,
+    media: MediaReader | None = None,
 ) -> TurnService:
     """Wire the turn layer from the gateway's parts."""
     builder = AgentBuilder(agents, store, delivery, approvals=approvals,
@@ -321,7 +335,7 @@ def build_turns(
         sessions=SessionResolver(store, builder, policy=reset, format_hint=format_hint,
                                  clock=clock),
         agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics),
-        compression=compression, settings=settings, metrics=metrics,
+        compression=compression, settings=settings, metrics=metrics, media=media,
     )
 
 
@@ -337,21 +351,6 @@ def _progress_line(policy: str, seen: list[str], name: str) -> str | None:
     return None if repeat else f"🔧 {name}…"
 
 
+
 def _is_rerun(event: MessageEvent) -> bool:
     return isinstance(event.raw, dict) and bool(event.raw.get("recovered_message_id"))
-
-
-def _user_message(events: list[MessageEvent]) -> dict[str, Any]:
-    texts = []
-    for ev in events:
-        text = ev.text
-        if ev.attachments:
-            listed = "\n".join(f"[attachment: {a.kind} {a.name or ''} at {a.path}]".replace("  ", " ")
-                               for a in ev.attachments)
-            text = f"{text}\n{listed}" if text else listed
-        texts.append(text)
-    msg: dict[str, Any] = {"role": "user", "content": "\n".join(t for t in texts if t)}
-    msg["_event_ids"] = [f"{e.platform}:{e.event_id}" for e in events]
-    if events[-1].message_id:
-        msg["_platform_message_id"] = events[-1].message_id
-    return msg

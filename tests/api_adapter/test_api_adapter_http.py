@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from pathlib import Path
 
 import aiohttp
@@ -56,6 +57,10 @@ async def test_bad_json_and_missing_user_message_are_400(
     assert api.events == []
 
 
+_PNG_URL = "data:image/png;base64," + base64.b64encode(
+    b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
+
+
 async def test_only_the_newest_user_message_becomes_the_event(
     api: Harness, client: aiohttp.ClientSession
 ) -> None:
@@ -70,7 +75,7 @@ async def test_only_the_newest_user_message_becomes_the_event(
                 "role": "user",
                 "content": [
                     {"type": "text", "text": "new part one"},
-                    {"type": "image_url", "image_url": {"url": "http://x/y.png"}},
+                    {"type": "image_url", "image_url": {"url": _PNG_URL}},
                     {"type": "text", "text": "new part two"},
                 ],
             },
@@ -82,6 +87,8 @@ async def test_only_the_newest_user_message_becomes_the_event(
         reply = await r.json()
     [event] = api.events
     assert event.text == "new part one\nnew part two"
+    [image] = event.attachments  # an image part becomes a cached attachment
+    assert image.kind == "image" and open(image.path, "rb").read().startswith(b"\x89PNG")
     assert reply["choices"][0]["message"]["content"] == "echo: new part one\nnew part two"
     assert event.platform == "api"
     assert event.chat_type is ChatType.DM

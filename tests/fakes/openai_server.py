@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 __all__ = [
     "Cut",
@@ -183,6 +183,15 @@ def stream_error(text_before: str = "", message: str = "upstream connection lost
 
 
 @dataclass(slots=True)
+class Transcription:
+    model: str
+    filename: str
+    content_type: str
+    data: bytes
+    api_key: str | None
+
+
+@dataclass(slots=True)
 class RecordedRequest:
     method: str
     path: str
@@ -257,6 +266,9 @@ class FakeOpenAIServer:
         self.queue: deque[Script] = deque()
         self.requests: list[RecordedRequest] = []
         self.all_requests: list[RecordedRequest] = []
+        #: `/audio/transcriptions` calls, and what they answer next (a text or an error).
+        self.transcriptions: list[Transcription] = []
+        self.stt_queue: deque[str | ErrorReply] = deque()
         self._host, self._port = host, port
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
@@ -276,6 +288,7 @@ class FakeOpenAIServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port)
@@ -303,6 +316,26 @@ class FakeOpenAIServer:
                                                  time.monotonic(), time.monotonic()))
         return web.json_response({"object": "list", "data": [
             {"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}]})
+
+    async def _transcribe(self, request: web.Request) -> web.Response:
+        fields: dict[str, str] = {}
+        file_name, file_type, data = "", "", b""
+        async for part in await request.multipart():
+            if not isinstance(part, BodyPartReader):
+                continue
+            if part.filename is not None:
+                file_name, file_type = part.filename, part.headers.get("Content-Type", "")
+                data = await part.read()
+            elif part.name:
+                fields[part.name] = await part.text()
+        auth = request.headers.get("Authorization", "")
+        self.transcriptions.append(Transcription(
+            fields.get("model", ""), file_name, file_type, bytes(data),
+            auth[7:] if auth.startswith("Bearer ") else None))
+        answer = self.stt_queue.popleft() if self.stt_queue else f"fake transcript of {file_name}"
+        if isinstance(answer, ErrorReply):
+            return web.json_response(answer.body, status=answer.status, headers=answer.headers)
+        return web.json_response({"text": answer})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()

@@ -1,0 +1,269 @@
+"""`MediaReader`: one turn's inbound attachments, understood.
+
+Each attachment is classified by its bytes (`sniff`), never by its name or the platform's
+MIME type. Images go to a vision-capable main model as `image_url` parts of this turn's user
+message (resized and re-encoded by `agent_core.web.images`); the stored message keeps only a
+text stand-in, so later turns and compression never resend the image. Without a vision main
+model the auxiliary vision model describes the image and the description, marked as such, is
+the stand-in. Every other file keeps the `[attachment: …]` line with its per-chat cache path.
+Must not raise for a bad file: what could not be understood is said in the message and, in
+one line, to the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import structlog
+
+from agent_core.compression.types import Summarizer, SummarizerError
+from agent_core.web.images import ImageError, Prepared, data_url, prepare_image
+from gateway.events import Attachment, MessageEvent, Principal
+from gateway.media.documents import DocumentError, Extracted, cap, extract_isolated
+from gateway.media.voice import Transcriber, TranscriptionError, audio_suffix
+
+__all__ = ["MediaReader", "MediaSettings", "Sniffed", "Understood", "sniff"]
+
+log = structlog.get_logger("gateway.media")
+
+Sniffed = Literal["image", "pdf", "zip", "ole", "audio", "text", "other"]
+_DESCRIBE = ("Describe this image for someone who cannot see it: what it shows, any text in "
+             "it (verbatim), and details that may matter. Be concise.")
+
+
+def sniff(head: bytes) -> Sniffed:
+    """What the first bytes of a file say it is."""
+    if (head.startswith((b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"BM"))
+            or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+            or head[4:12] in (b"ftypavif", b"ftypheic", b"ftypheix", b"ftypmif1")):
+        return "image"
+    if head.startswith(b"%PDF-"):
+        return "pdf"
+    if head.startswith(b"PK\x03\x04"):
+        return "zip"
+    if head.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+        return "ole"
+    if (head.startswith((b"OggS", b"ID3", b"fLaC", b"\x1aE\xdf\xa3", b"#!AMR"))
+            or (head[:4] == b"RIFF" and head[8:12] == b"WAVE")
+            or head[4:8] == b"ftyp" or head[:2] in (b"\xff\xfb", b"\xff\xf3", b"\xff\xf1")):
+        return "audio"
+    if b"\x00" not in head:
+        try:
+            head.decode("utf-8")
+            return "text"
+        except UnicodeDecodeError as exc:
+            if exc.start >= len(head) - 3:  # a character cut at the end of the probe
+                return "text"
+    return "other"
+
+
+@dataclass(frozen=True, slots=True)
+class MediaSettings:
+    #: The main model accepts image parts (`providers.<main>.vision`).
+    vision: bool = False
+    max_images: int = 4
+    describe_max_tokens: int = 600
+    #: Extracted document text longer than this is cut (head and tail kept) and saved whole
+    #: to the sender's workspace.
+    document_max_chars: int = 20_000
+    document_timeout_s: float = 60.0
+
+
+@dataclass
+class Understood:
+    """The stored user message, the image parts of this turn, and notices for the user."""
+
+    message: dict[str, Any]
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+
+def _read_head(path: str, n: int = 4096) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(n)
+
+
+def _label(att: Attachment) -> str:
+    return att.name or Path(att.path).name
+
+
+def attachment_line(att: Attachment) -> str:
+    return f"[attachment: {att.kind} {att.name or ''} at {att.path}]".replace("  ", " ")
+
+
+class MediaReader:
+    def __init__(self, settings: MediaSettings = MediaSettings(), *,
+                 describer: Summarizer | None = None,
+                 workspace: Callable[[Principal], Path] | None = None,
+                 transcriber: Transcriber | None = None,
+                 stt_off: str = "no speech-to-text provider is configured (stt.provider)") -> None:
+        self._s = settings
+        self._describer = describer
+        self._workspace = workspace
+        self._transcriber = transcriber
+        self._stt_off = stt_off
+
+    def with_workspace(self, workspace: Callable[[Principal], Path]) -> MediaReader:
+        """The same reader, saving long documents to `workspace(sender)`."""
+        return MediaReader(self._s, describer=self._describer, workspace=workspace,
+                           transcriber=self._transcriber, stt_off=self._stt_off)
+
+    async def read(self, events: Sequence[MessageEvent]) -> Understood:
+        texts: list[str] = []
+        out = Understood(message={})
+        images = 0
+        for ev in events:
+            lines = [ev.text] if ev.text else []
+            for att in ev.attachments:
+                try:
+                    kind = sniff(await asyncio.to_thread(_read_head, att.path))
+                except OSError as exc:
+                    log.warning("media_unreadable", error=type(exc).__name__)
+                    lines.append(attachment_line(att))
+                    continue
+                if kind == "image":
+                    images += 1
+                    lines.extend(await self._image(att, images, out))
+                elif att.kind == "video":
+                    lines.append(attachment_line(att))  # videos are not understood (yet)
+                elif kind == "audio" or (kind == "other" and att.kind in ("voice", "audio")):
+                    lines.extend(await self._audio(att, out))
+                elif kind in ("pdf", "zip", "ole", "text"):
+                    lines.extend(await self._document(ev, att, kind, out))
+                else:
+                    lines.append(attachment_line(att))
+            texts.append("\n".join(lines))
+        msg: dict[str, Any] = {"role": "user", "content": "\n".join(t for t in texts if t)}
+        msg["_event_ids"] = [f"{e.platform}:{e.event_id}" for e in events]
+        if events[-1].message_id:
+            msg["_platform_message_id"] = events[-1].message_id
+        out.message = msg
+        return out
+
+    async def _image(self, att: Attachment, number: int, out: Understood) -> list[str]:
+        name = _label(att)
+        lines = [attachment_line(att)]
+        if number > self._s.max_images:
+            lines.append(f"[image {number} ({name}) not shown: at most {self._s.max_images} "
+                         "images per message]")
+            out.notices.append(f"⚠️ {name}: not shown to the model (at most "
+                               f"{self._s.max_images} images per message).")
+            return lines
+        if not self._s.vision and self._describer is None:
+            lines.append(f"[image {number} ({name}) not shown: no vision model is configured]")
+            return lines
+        try:
+            raw = await asyncio.to_thread(Path(att.path).read_bytes)
+            image = await asyncio.to_thread(prepare_image, raw)
+        except (OSError, ImageError) as exc:
+            why = str(exc) if isinstance(exc, ImageError) else "the file could not be read"
+            lines.append(f"[image {number} ({name}) could not be read: {why}]")
+            out.notices.append(f"⚠️ {name}: the image could not be read ({why}).")
+            return lines
+        part = {"type": "image_url", "image_url": {"url": data_url(image)}}
+        if self._s.vision:
+            out.parts.append(part)
+            lines.append(f"[image {number} ({name}, {image.mime}, {image.width}x{image.height}) "
+                         "is attached to this message; in later turns only this line remains — "
+                         "vision_analyze can look at it again]")
+            log.info("media_image_attached", mime=image.mime, reencoded=image.reencoded)
+            return lines
+        described = await self._describe(name, number, image, part)
+        if described is None:
+            lines.append(f"[image {number} ({name}) could not be described: the vision model "
+                         "failed]")
+            out.notices.append(f"⚠️ {name}: the image could not be described (the vision "
+                               "model failed); your text was still sent.")
+        else:
+            lines.append(described)
+        return lines
+
+    async def _describe(self, name: str, number: int, image: Prepared,
+                        part: dict[str, Any]) -> str | None:
+        assert self._describer is not None
+        messages = [{"role": "user", "content": [{"type": "text", "text": _DESCRIBE}, part]}]
+        try:
+            text = await self._describer.summarize(messages,
+                                                   max_tokens=self._s.describe_max_tokens)
+        except SummarizerError as exc:
+            log.warning("media_image_description_failed", kind=exc.kind)
+            return None
+        log.info("media_image_described", mime=image.mime)
+        return (f"[image {number} ({name}), described by the vision model because you cannot "
+                f"see images:]\n{text.strip()}\n[end of image {number} description]")
+
+    async def _document(self, ev: MessageEvent, att: Attachment, kind: Sniffed,
+                        out: Understood) -> list[str]:
+        name = _label(att)
+        lines = [attachment_line(att)]
+        try:
+            if kind == "ole":
+                raise DocumentError("the document is password-protected, or an old binary "
+                                    "Office format that is not read")
+            got = await extract_isolated(Path(att.path), kind,
+                                         timeout_s=self._s.document_timeout_s)
+        except (DocumentError, OSError) as exc:
+            why = str(exc) if isinstance(exc, DocumentError) else "the file could not be read"
+            log.info("media_document_unreadable", kind=kind, reason=why)
+            lines.append(f"[{name} could not be read: {why}]")
+            out.notices.append(f"⚠️ {name}: could not be read ({why}).")
+            return lines
+        if got is None:
+            return lines
+        text, cut = cap(got.text, self._s.document_max_chars)
+        where = await self._save_whole(ev, name, got) if cut else None
+        what = got.kind + (f", {got.pages} pages" if got.pages is not None else "")
+        if got.pages is not None and got.pages_read is not None and got.pages_read < got.pages:
+            what += f", the first {got.pages_read} read"
+        note = ""
+        if cut:
+            note = (f"; {len(got.text)} characters, the middle {cut} cut below"
+                    + (f"; the whole text is in your workspace at {where}" if where else ""))
+        log.info("media_document_extracted", kind=got.kind, chars=len(got.text), cut=cut)
+        lines.append(f"[text of {name} ({what}{note}):]\n{text}\n[end of {name}]")
+        return lines
+
+    async def _save_whole(self, ev: MessageEvent, name: str, got: Extracted) -> str | None:
+        """Save the whole text into the sender's workspace; the path relative to it."""
+        if self._workspace is None:
+            return None
+        root = self._workspace(ev.principal)
+        stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:80] or "document"
+        rel = Path("documents") / f"{stem}.txt"
+
+        def save() -> None:
+            target = root / rel
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            target.write_text(got.text, encoding="utf-8")
+
+        try:
+            await asyncio.to_thread(save)
+        except OSError as exc:
+            log.warning("media_document_not_saved", error=type(exc).__name__)
+            return None
+        return str(rel)
+
+    async def _audio(self, att: Attachment, out: Understood) -> list[str]:
+        name = _label(att)
+        what = "voice message" if att.kind == "voice" else "audio file"
+        lines = [attachment_line(att)]
+        try:
+            if self._transcriber is None:
+                raise TranscriptionError(self._stt_off)
+            data = await asyncio.to_thread(Path(att.path).read_bytes)
+            filename = Path(name).stem + audio_suffix(data[:16])
+            transcript = await self._transcriber.transcribe(data, filename)
+        except (TranscriptionError, OSError) as exc:
+            why = exc.reason if isinstance(exc, TranscriptionError) else "it could not be read"
+            log.info("media_transcription_failed", kind=att.kind)
+            lines.append(f"[{what} {name} could not be transcribed: {why}]")
+            out.notices.append(f"⚠️ Your {what} could not be transcribed: {why}.")
+            return lines
+        log.info("media_transcribed", kind=att.kind, chars=len(transcript))
+        lines.append(f"[{what} {name}, transcribed by speech-to-text:]\n{transcript}\n"
+                     f"[end of transcript]")
+        return lines
