@@ -89,6 +89,11 @@ class FakeSlack:
         self.files: dict[str, dict[str, Any]] = {}
         self.pending: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.acked: list[str] = []
+        #: envelope id -> the numbers (one counter for all) of each time it was sent on a socket
+        self.deliveries: dict[str, list[int]] = {}
+        #: envelope id -> the number of the delivery that was acked (the last one before the ack)
+        self.acked_delivery: dict[str, int] = {}
+        self._delivery_no = itertools.count(1)
         self.connections_opened = 0
         self.sockets: list[web.WebSocketResponse] = []
         self.last_delivered: dict[str, Any] | None = None
@@ -409,7 +414,7 @@ class FakeSlack:
         for env in list(self.pending.values()):  # Slack retries what was never acked
             env["retry_attempt"] = env.get("retry_attempt", 0) + 1
             env["retry_reason"] = "timeout"
-            await ws.send_json(env)
+            await self._send_envelope(ws, env)
         await self._notify()
         try:
             async for msg in ws:
@@ -419,6 +424,8 @@ class FakeSlack:
                 eid = data.get("envelope_id")
                 if eid and self.pending.pop(eid, None) is not None:
                     self.acked.append(eid)
+                    if self.deliveries.get(eid):
+                        self.acked_delivery[eid] = self.deliveries[eid][-1]
                     await self._notify()
         finally:
             if ws in self.sockets:
@@ -466,8 +473,13 @@ class FakeSlack:
         self._sent_at[env["envelope_id"]] = time.monotonic()
         for ws in self.live_sockets()[-1:]:
             with contextlib.suppress(Exception):
-                await ws.send_json(env)
+                await self._send_envelope(ws, env)
         return payload
+
+    async def _send_envelope(self, ws: web.WebSocketResponse, env: dict[str, Any]) -> None:
+        """Send one envelope on a socket, numbering the delivery (see `deliveries`)."""
+        self.deliveries.setdefault(env["envelope_id"], []).append(next(self._delivery_no))
+        await ws.send_json(env)
 
     async def _retry_unacked(self, after_s: float) -> None:
         while True:
@@ -481,7 +493,7 @@ class FakeSlack:
                 self._sent_at[eid] = now
                 for ws in self.live_sockets()[-1:]:
                     with contextlib.suppress(Exception):
-                        await ws.send_json(env)
+                        await self._send_envelope(ws, env)
 
     async def post_event(self, payload: dict[str, Any], *, retry_num: int | None = None,
                          secret: str | None = None, timestamp: int | None = None
