@@ -279,6 +279,10 @@ class DiscordAdapter(BasePlatformAdapter):
                 options["files"] = [await _file(a) for a in message.attachments]
             if message.buttons:
                 options["view"] = buttons_view(message.buttons)
+            if message.delivery_key:
+                # discord.py sends enforce_nonce with it: Discord returns the message already
+                # created with this nonce (a few minutes) instead of posting it again
+                options["nonce"] = f"hermes-{message.delivery_key}"[:25]
             sent = await channel.send(content=message.text or None, **options)
             self._log.remember(str(sent.id), target, own=True)
             return SendResult.success(str(sent.id))

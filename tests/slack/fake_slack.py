@@ -51,6 +51,7 @@ class Posted:
     deleted: bool = False
     files: list[str] = field(default_factory=list)
     blocks: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None  # chat.postMessage `metadata`, as Slack keeps it
 
 
 @dataclass
@@ -290,6 +291,12 @@ class FakeSlack:
         msg = self._post(cid, text, p.get("thread_ts"),
                          mrkdwn=None if mrkdwn is None else str(mrkdwn).lower() != "false")
         msg.blocks = list(blocks)
+        metadata = p.get("metadata")
+        if isinstance(metadata, str):
+            metadata = json.loads(metadata)
+        if isinstance(metadata, dict) and metadata.get("event_type"):
+            msg.metadata = {"event_type": str(metadata["event_type"]),
+                            "event_payload": dict(metadata.get("event_payload") or {})}
         return {"ok": True, "channel": cid, "ts": msg.ts,
                 "message": {"type": "message", "text": text, "ts": msg.ts,
                             "user": self.bot_user_id, "bot_id": self.bot_id}}
@@ -308,6 +315,37 @@ class FakeSlack:
 
     def _find(self, cid: str, ts: str) -> Posted | None:
         return next((m for m in self.posted.get(cid, []) if m.ts == ts and not m.deleted), None)
+
+    async def _m_conversations_history(self, p: dict[str, Any]) -> dict[str, Any]:
+        """The bot's top-level messages of a channel, newest first (messages of others are not
+        kept by the fake); `metadata` only with include_all_metadata, as Slack does."""
+        return self._history(p, lambda m: m.thread_ts in (None, m.ts))
+
+    async def _m_conversations_replies(self, p: dict[str, Any]) -> dict[str, Any]:
+        """The bot's messages of the thread `ts` (the parent included when it is the bot's)."""
+        ts = str(p.get("ts") or "")
+        if not ts:
+            return {"ok": False, "error": "invalid_arguments"}
+        return self._history(p, lambda m: m.thread_ts == ts or m.ts == ts)
+
+    def _history(self, p: dict[str, Any], keep: Any) -> dict[str, Any]:
+        cid = str(p.get("channel", ""))
+        if err := self._channel_error(cid):
+            return {"ok": False, "error": err}
+        oldest = float(p.get("oldest") or 0)
+        with_meta = str(p.get("include_all_metadata", "")).lower() in ("1", "true")
+        out = []
+        for m in reversed(self.posted.get(cid, [])):
+            if m.deleted or float(m.ts) <= oldest or not keep(m):
+                continue
+            item: dict[str, Any] = {"type": "message", "ts": m.ts, "text": m.text,
+                                    "user": self.bot_user_id, "bot_id": self.bot_id}
+            if m.thread_ts:
+                item["thread_ts"] = m.thread_ts
+            if with_meta and m.metadata:
+                item["metadata"] = m.metadata
+            out.append(item)
+        return {"ok": True, "messages": out[: int(p.get("limit") or 100)], "has_more": False}
 
     async def _m_chat_update(self, p: dict[str, Any]) -> dict[str, Any]:
         cid, ts, text = str(p.get("channel", "")), str(p.get("ts", "")), str(p.get("text") or "")
