@@ -171,6 +171,10 @@ class OutboundMessage(BaseModel):
     formatted: bool = True
     attachments: tuple[OutboundAttachment, ...] = ()
     buttons: tuple[Button, ...] = ()
+    #: a part of a final reply: "<outbox id>.<part index>". Adapters attach it where the
+    #: platform keeps it (Slack message metadata, Discord's deduplicating nonce) so that start-up
+    #: recovery can tell a reply that went out just before a crash (`already_delivered`).
+    delivery_key: str | None = None
 
 
 class ErrorKind(StrEnum):

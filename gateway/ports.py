@@ -44,6 +44,7 @@ __all__ = [
     "BudgetSpec",
     "Capabilities",
     "CursorStore",
+    "DeliveryRef",
     "EventLogger",
     "Identity",
     "PlatformSettings",
@@ -339,6 +340,24 @@ class BasePlatformAdapter(abc.ABC):
 
     def commands_menu(self, commands: list[tuple[str, str]]) -> None:  # noqa: B027 - optional
         """Receive the command registry's (name, help) pairs, e.g. for a bot menu."""
+
+    async def already_delivered(self, ref: DeliveryRef) -> dict[int, str] | None:
+        """The parts of a final reply already in the chat (part index -> platform message id),
+        found by the `delivery_key` its sends carried; None when the platform cannot tell
+        (the default: Telegram keeps nothing to look for). Start-up recovery asks before it
+        sends an open outbox row again. Must not raise."""
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryRef:
+    """An outbox row to look for: its sends carried `delivery_key` "<outbox_id>.<part>"."""
+
+    outbox_id: int
+    chat_id: str
+    thread_id: str | None
+    reply_to: str | None
+    since: float  # epoch seconds: the row was recorded then, nothing older can match
 
 
 S = TypeVar("S", bound=PlatformSettings)

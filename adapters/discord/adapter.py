@@ -111,18 +111,22 @@ class DiscordAdapter(BasePlatformAdapter):
         except Exception as exc:  # a broken cursor store only costs the catch-up
             ctx.logger.warning("discord_cursor_unreadable", error=type(exc).__name__)
         restore = apply_endpoints(self.settings.api_base_url, self.settings.gateway_url)
-        queue: asyncio.Queue[discord.Message] = asyncio.Queue()
-        catch_up: set[asyncio.Task[int]] = set()
+        #: messages in arrival order; None marks the end of a catch-up's messages
+        queue: asyncio.Queue[discord.Message | None] = asyncio.Queue()
+        catch_up: set[asyncio.Task[None]] = set()
 
         def on_connected() -> None:
             if client.user is not None:  # known from READY on: before the gateway is told
                 self.identity = Identity(id=str(client.user.id), username=client.user.name)
             ctx.connected()
 
+        async def run_catch_up(points: dict[str, tuple[int, int | None]]) -> None:
+            await backfill(client, points, queue.put_nowait, logger=ctx.logger)
+            queue.put_nowait(None)
+
         def on_ready() -> None:
             task = asyncio.create_task(
-                backfill(client, seen, queue.put_nowait, logger=ctx.logger),
-                name=f"{self.name}:backfill",
+                run_catch_up(seen.catch_up_points()), name=f"{self.name}:backfill"
             )
             catch_up.add(task)
             task.add_done_callback(catch_up.discard)
@@ -163,6 +167,11 @@ class DiscordAdapter(BasePlatformAdapter):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        # discord.py leaves the wait for guilds after READY running past close(); it would then
+        # dispatch on_ready into the closed client (whose loop is gone) and log a crash
+        ready_wait: asyncio.Task[None] | None = getattr(client._connection, "_ready_task", None)
+        if ready_wait is not None:
+            ready_wait.cancel()
         try:
             await client.close()
         except Exception as exc:  # the client is dropped either way
@@ -178,8 +187,8 @@ class DiscordAdapter(BasePlatformAdapter):
             self._stop_run.set()
 
     async def _consume(
-        self, queue: asyncio.Queue[discord.Message], inbound: Inbound, seen: SeenChannels,
-        ctx: AdapterContext,
+        self, queue: asyncio.Queue[discord.Message | None], inbound: Inbound,
+        seen: SeenChannels, ctx: AdapterContext,
     ) -> None:
         """Emit messages one at a time, in arrival order; then advance the catch-up cursor.
 
@@ -189,6 +198,12 @@ class DiscordAdapter(BasePlatformAdapter):
         A message that cannot be read at all is skipped with a log line."""
         while True:
             message = await queue.get()
+            if message is None:  # the catch-up's messages are all emitted
+                try:
+                    await seen.release()
+                except Exception as exc:  # noqa: BLE001 - only the catch-up cursor lags behind
+                    ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
+                continue
             if self._log.was_emitted(str(message.id)):
                 continue
             try:
@@ -264,6 +279,10 @@ class DiscordAdapter(BasePlatformAdapter):
                 options["files"] = [await _file(a) for a in message.attachments]
             if message.buttons:
                 options["view"] = buttons_view(message.buttons)
+            if message.delivery_key:
+                # discord.py sends enforce_nonce with it: Discord returns the message already
+                # created with this nonce (a few minutes) instead of posting it again
+                options["nonce"] = f"hermes-{message.delivery_key}"[:25]
             sent = await channel.send(content=message.text or None, **options)
             self._log.remember(str(sent.id), target, own=True)
             return SendResult.success(str(sent.id))

@@ -4,13 +4,19 @@ Discord replays missed events only to a RESUMEd session. After a restart (or a n
 the adapter reads, for each channel it recently saw traffic in, the messages after the last one
 it emitted (bounded in channels, messages and age) and feeds them through the normal inbound
 path; the gateway's durable dedup drops anything already recorded.
+
+The catch-up starts from the cursor as loaded at start, not from the live one: a newer message
+of the channel may arrive live between READY and on_ready (which waits for the guilds) and
+must not move the starting point past a message that only the catch-up can bring. For the same
+reason the stored cursor of those channels stays at its loaded value until the catch-up's
+messages have been emitted (`release`).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import discord
 
@@ -28,6 +34,8 @@ class SeenChannels:
         self._cursors = cursors
         self._max = max_channels
         self.channels: dict[str, tuple[int, int | None]] = {}
+        #: the loaded cursor while its catch-up is pending (None once released)
+        self._held: dict[str, tuple[int, int | None]] | None = None
 
     async def load(self) -> None:
         """Read the cursor; a missing or unreadable one means nothing to catch up."""
@@ -38,6 +46,19 @@ class SeenChannels:
                              for k, v in data.items()}
         except (ValueError, TypeError, IndexError, AttributeError):
             self.channels = {}
+        self._held = dict(self.channels)
+
+    def catch_up_points(self) -> dict[str, tuple[int, int | None]]:
+        """Where a catch-up starts: the loaded cursor while its catch-up is pending, else the
+        live one (a new session later in the same run)."""
+        return dict(self._held if self._held is not None else self.channels)
+
+    async def release(self) -> None:
+        """The catch-up's messages were emitted: the stored cursor may move on."""
+        if self._held is None:
+            return
+        self._held = None
+        await self._cursors.set(CURSOR_NAME, json.dumps(self.channels))
 
     async def note(self, channel_id: int, message_id: int, guild_id: int | None) -> None:
         key = str(channel_id)
@@ -48,23 +69,27 @@ class SeenChannels:
         if len(self.channels) > self._max:
             newest = sorted(self.channels.items(), key=lambda kv: kv[1][0])[-self._max:]
             self.channels = dict(newest)
-        await self._cursors.set(CURSOR_NAME, json.dumps(self.channels))
+        stored = dict(self.channels)
+        if self._held is not None:  # held channels keep their loaded position
+            stored.update((k, v) for k, v in self._held.items() if k in stored)
+        await self._cursors.set(CURSOR_NAME, json.dumps(stored))
 
 
 async def backfill(
     client: discord.Client,
-    seen: SeenChannels,
+    points: Mapping[str, tuple[int, int | None]],
     deliver: Callable[[discord.Message], None],
     *,
     per_channel: int = 50,
     max_age_s: float = 6 * 3600,
     logger: EventLogger,
 ) -> int:
-    """Hand every message newer than the cursor (and younger than `max_age_s`) to `deliver`,
-    oldest first. Returns how many. Must not raise for platform errors (logged, skipped)."""
+    """Hand every message newer than `points` (channel -> (last emitted id, guild id)) and
+    younger than `max_age_s` to `deliver`, oldest first. Returns how many. Must not raise for
+    platform errors (logged, skipped)."""
     horizon = time.time() - max_age_s
     count = 0
-    for key, (last_id, guild_id) in list(seen.channels.items()):
+    for key, (last_id, guild_id) in list(points.items()):
         cid = int(key)
         channel = client.get_channel(cid) or client.get_partial_messageable(
             cid, guild_id=guild_id

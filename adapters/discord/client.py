@@ -37,7 +37,7 @@ class HermesClient(discord.Client):
     def __init__(
         self,
         *,
-        messages: asyncio.Queue[discord.Message],
+        messages: asyncio.Queue[discord.Message | None],
         progress: Any,
         connected: Any,
         ready: Any = None,
@@ -87,7 +87,8 @@ class HermesClient(discord.Client):
 
 
 def build_client(
-    settings: DiscordSettings, *, messages: asyncio.Queue[discord.Message], progress: Any,
+    settings: DiscordSettings, *, messages: asyncio.Queue[discord.Message | None],
+    progress: Any,
     connected: Any, ready: Any = None, interaction: Any = None,
 ) -> HermesClient:
     """A fresh client (one per `start()`): never reuse one after it closed."""

@@ -17,6 +17,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.delivered import find_delivered, reply_metadata
 from adapters.slack.errors import AUTH_ERRORS, api_error_code, failure_for
 from adapters.slack.files import FileFetcher, upload_file
 from adapters.slack.interactive import button_blocks, interaction_of
@@ -38,6 +39,7 @@ from gateway.ports import (
     AdapterError,
     BasePlatformAdapter,
     Capabilities,
+    DeliveryRef,
     Identity,
     RateProfile,
     attachment_bytes,
@@ -348,6 +350,8 @@ class SlackAdapter(BasePlatformAdapter):
                                                  mrkdwn=message.formatted)
             if thread_ts:
                 kwargs["thread_ts"] = thread_ts
+            if message.delivery_key:
+                kwargs["metadata"] = reply_metadata(message.delivery_key)
             try:
                 resp = await web.chat_postMessage(**kwargs)
             except Exception as exc:  # noqa: BLE001 - mapped into the result
@@ -361,6 +365,18 @@ class SlackAdapter(BasePlatformAdapter):
                 return res
             ids.extend(res.message_ids)
         return SendResult.success(*ids)
+
+    async def already_delivered(self, ref: DeliveryRef) -> dict[int, str] | None:
+        """The final's parts found in the chat by their metadata (see adapters.slack.delivered);
+        None when the history cannot be read."""
+        if self._web is None:
+            return None
+        try:
+            return await find_delivered(
+                self._web, ref, self._thread_for(ref.chat_id, ref.thread_id, ref.reply_to))
+        except Exception as exc:  # noqa: BLE001 - cannot tell: the caller sends it again
+            _log.warning("slack_delivery_check_failed", error=type(exc).__name__)
+            return None
 
     async def edit(
         self, chat_id: str, message_id: str, text: str, *, formatted: bool = True

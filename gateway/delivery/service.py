@@ -24,7 +24,7 @@ from gateway.events import (
     OutboundMessage,
     SendResult,
 )
-from gateway.ports import BasePlatformAdapter
+from gateway.ports import BasePlatformAdapter, DeliveryRef
 from gateway.ratelimit import BudgetClosed, ChatRateBudget, Deferred, RateBudgets
 from hermes_common.backoff import Backoff
 from hermes_common.redact import redact
@@ -276,6 +276,7 @@ class DeliveryService:
             await self._ledger.outbox_mark_failed(outbox_id, "chat unreachable")
             return []
         consumer = consumer or self._consumer(target)
+        consumer.delivery_key = str(outbox_id)
         ids = await self._send_body(adapter, final, consumer, tries)
         if ids is None:
             return []
@@ -504,9 +505,34 @@ class DeliveryService:
                 # (one that went out just before the crash may come twice, none is lost).
                 await self._recover_attachments(item, target)
                 continue
+            if await self._found_delivered(item, target):
+                continue
             await self.resend(item.id, target, marker=RECOVERED_MARKER)
             resent += 1
         return resent, len(old)
+
+    async def _found_delivered(self, item: Any, target: ReplyTarget) -> bool:
+        """A final sent just before the crash, before its row was marked: where the platform
+        can tell (`already_delivered`), every part of it is in the chat. Then the row is marked
+        delivered instead of sending the reply a second time."""
+        adapter = self._adapters.get(target.adapter)
+        if adapter is None or item.preview_message_id or item.attachments:
+            return False  # a preview is finished in place; attachments are not keyed
+        ref = DeliveryRef(item.id, target.chat_id, target.thread_id, target.reply_to,
+                          float(item.created_at))
+        try:
+            found = await adapter.already_delivered(ref)
+            parts = len((await render_final(item.text, adapter.capabilities)).parts or [""])
+        except Exception as exc:  # noqa: BLE001 - cannot tell: send it again
+            log.warning("final_delivery_check_failed", adapter=target.adapter,
+                        outbox_id=item.id, error=type(exc).__name__)
+            return False
+        if not found or any(i not in found for i in range(parts)):
+            return False
+        ids = [found[i] for i in range(parts)]
+        log.info("final_found_delivered", adapter=target.adapter, outbox_id=item.id)
+        await self._delivered(PreparedFinal(target, item.id, item.text, ()), ids, 0)
+        return True
 
     async def _recover_attachments(self, item: Any, target: ReplyTarget) -> None:
         files = tuple(OutboundAttachment(**a) for a in item.attachments or ())

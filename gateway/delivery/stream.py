@@ -88,6 +88,8 @@ class StreamConsumer:
         self._dirty = False
         self._shown: str | None = None
         self.message_id: str | None = None
+        #: the outbox id of the final being delivered: its sends carry "<id>.<part>"
+        self.delivery_key: str | None = None
         self._interval = settings.edit_interval_s
         self._failures = 0
         self._flusher: asyncio.Task[None] | None = None
@@ -190,13 +192,15 @@ class StreamConsumer:
             log.warning("stream_edits_disabled", chat_id=self._chat, error=res.error)
             self._can_edit = False
 
-    def _out(self, text: str, *, formatted: bool) -> OutboundMessage:
+    def _out(self, text: str, *, formatted: bool, part: int | None = None) -> OutboundMessage:
+        key = None if part is None or self.delivery_key is None else f"{self.delivery_key}.{part}"
         return OutboundMessage(
             chat_id=self._chat,
             thread_id=self._thread,
             reply_to=self._reply_to,
             text=text,
             formatted=formatted,
+            delivery_key=key,
         )
 
     async def stop_streaming(self) -> None:
@@ -281,7 +285,7 @@ class StreamConsumer:
             # The preview can no longer be edited: send the final as a new message instead.
             self._can_edit = False
         await self._budget.acquire("final")
-        res = await send(self._out(text, formatted=formatted))
+        res = await send(self._out(text, formatted=formatted, part=index))
         if res.error_kind is ErrorKind.RATE_LIMITED:
             self._budget.throttle(res.retry_after or 1.0)
         if res.ok and index == 0 and self.message_id is not None and not self._can_edit:

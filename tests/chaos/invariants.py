@@ -13,7 +13,8 @@ For every accepted user message (see `tests.chaos.platforms` for "accepted"):
   of a turn in flight where it was, and the process cannot know of it after the restart
   (the answer then comes as a new message); it is reported, not a violation;
 - order kept per conversation (a user in a chat/thread): answers come in the order the
-  messages were stored, and messages are stored in the order the platform delivered them;
+  messages were stored, and messages are stored in the order the platform delivered them
+  (the delivery the gateway accepted: one it refused comes back later, see `Driver.arrival`);
 - no cross-chat: no answer naming a marker lands in another chat or thread, and no stored
   row holds a marker in another chat's session;
 - `PRAGMA integrity_check` is ok; no compression lease is held by a dead process after its
@@ -204,12 +205,17 @@ def check(sents: list[Sent], drivers: list[Driver], db: Path, *, last_pid: int |
         for a, b in zip(ans, ans[1:], strict=False):
             if pos[b] < pos[a]:
                 v.out_of_order.append(f"{key}: {b} answered after {a} but stored before it")
-        arrived = sorted((by_marker[m] for m in seq if m in accepted_markers),
-                         key=lambda s: s.seq)
-        order = [s.marker for s in arrived]
-        for a, b in zip(order, order[1:], strict=False):
-            if pos[b] < pos[a]:
-                v.out_of_order.append(f"{key}: {b} arrived after {a} but was stored before it")
+        # arrival = the delivery the gateway accepted, not the first one: a delivery it refused
+        # (storage full: no ack) comes back with the platform's retry, after newer messages,
+        # and is rightly stored after them. A pair is out of order only when `a` was accepted
+        # before `b` was first delivered at all, yet `b` was stored first.
+        driver = by_name[by_marker[seq[0]].conv.platform]
+        window = {m: driver.arrival(by_marker[m]) for m in seq if m in accepted_markers}
+        for a, (_a_first, a_accepted) in window.items():
+            for b, (b_first, _b_accepted) in window.items():
+                if a_accepted < b_first and pos[b] < pos[a]:
+                    v.out_of_order.append(
+                        f"{key}: {b} arrived after {a} but was stored before it")
 
     # -- storage -------------------------------------------------------------------------
     if integrity != "ok":

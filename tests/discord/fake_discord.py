@@ -40,6 +40,7 @@ from tests.discord.fake_payloads import (
 __all__ = ["FakeDiscord", "RateLimit"]
 
 API = "/api/v10"
+NONCE_WINDOW_S = 300.0  # Discord keeps a nonce "for a few minutes"
 
 
 @dataclass(slots=True)
@@ -74,6 +75,8 @@ class FakeDiscord:
         self.host = host
         self.port = 0
         self.snowflakes = Snowflakes()
+        #: (author id, nonce) -> (message id, when): the enforce_nonce deduplication
+        self.nonces: dict[tuple[int, str], tuple[int, float]] = {}
         self.messages: dict[int, StoredMessage] = {}
         self.files: dict[int, tuple[str, bytes, str]] = {}
         self.typing: Counter[int] = Counter()
@@ -302,6 +305,13 @@ class FakeDiscord:
             return _too_long()
         if not content and not files:
             return _error(400, 50006, "Cannot send an empty message")
+        nonce = str(payload.get("nonce") or "")
+        if nonce and payload.get("enforce_nonce"):
+            # Discord: the same nonce from the same author within a few minutes returns the
+            # message created the first time instead of creating another one
+            earlier = self.nonces.get((BOT, nonce))
+            if earlier is not None and time.monotonic() - earlier[1] < NONCE_WINDOW_S:
+                return _json(self.messages[earlier[0]].to_json(self.messages))
         ref = payload.get("message_reference") or {}
         reference = int(ref["message_id"]) if ref.get("message_id") else None
         if reference is not None and reference not in self.messages:
@@ -311,6 +321,8 @@ class FakeDiscord:
         msg = StoredMessage(self.snowflakes.next(), cid, BOT, content, reference=reference,
                             attachments=files, components=list(payload.get("components") or []))
         self.messages[msg.id] = msg
+        if nonce and payload.get("enforce_nonce"):
+            self.nonces[(BOT, nonce)] = (msg.id, time.monotonic())
         data = msg.to_json(self.messages)
         await self.gateway.dispatch("MESSAGE_CREATE", data)
         return _json(data)

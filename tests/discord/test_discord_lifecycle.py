@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,11 @@ from discord.http import Route
 from pydantic import ValidationError
 
 from adapters.discord import SPEC, DiscordSettings
+from adapters.discord.backfill import CURSOR_NAME, SeenChannels
 from adapters.discord.endpoints import apply_endpoints
 from gateway.events import OutboundMessage
 from gateway.ports import AdapterAuthError
+from gateway.supervision_types import MemoryCursorStore as MemoryCursors
 from tests.adapters_contract.harness_discord import DiscordHarness
 from tests.discord.fake_payloads import DM_ALICE, GENERAL, THREAD
 
@@ -233,3 +236,44 @@ async def test_a_message_the_gateway_could_not_record_is_caught_up_after_restart
         await h.start()
         events = await h.wait_emitted(3)
         assert [e.text for e in events] == ["first", "second", "third"]
+
+
+async def test_failure_before_ready_then_restart_still_catches_up(tmp_path: Path) -> None:
+    """Found by the long chaos run (seed 772018, disk full): the adapter failed on a message
+    while the first client was still waiting for its guilds (before on_ready, the production
+    guild_ready_timeout is 2 s) and the supervisor restarted it. A newer message of the same
+    channel arrived live before the restarted client's on_ready and moved the catch-up cursor
+    past the failed one, so the catch-up started after it: lost."""
+    async with DiscordHarness(tmp_path) as h:
+        h.adapter = SPEC.create("discord", h.fake.settings(guild_ready_timeout_s=1.0))
+        await h.start()
+        await h.fake.user_says("first", channel=GENERAL, mention_bot=True)
+        await h.wait_emitted(1)
+        h.fail_once.add("second")
+        await h.fake.user_says("second", channel=GENERAL, mention_bot=True)
+        assert h._task is not None
+        with pytest.raises(Exception):  # noqa: B017 - any adapter error: the supervisor restarts
+            await asyncio.wait_for(h._task, 10)
+        h._connected.clear()
+        await h.start()  # connected: READY received, on_ready (the catch-up) ~1 s later
+        await h.fake.user_says("third", channel=GENERAL, mention_bot=True)  # live, before it
+        events = await h.wait_emitted(3, timeout_s=10)
+        assert sorted(e.text for e in events) == ["first", "second", "third"]
+        assert h.fake.gateway.paths.count("/gateway") == 2
+
+
+async def test_stored_cursor_waits_for_the_catch_up() -> None:
+    """While the catch-up of a start is pending, a live message must not move the stored
+    cursor of its channel: a kill before the catch-up would skip what only it can bring."""
+    cursors = MemoryCursors()
+    cursors.values[CURSOR_NAME] = json.dumps({str(GENERAL): [100, 7]})
+    seen = SeenChannels(cursors)
+    await seen.load()
+    await seen.note(GENERAL, 200, 7)  # live, before on_ready
+    await seen.note(DM_ALICE, 50, None)  # a channel the loaded cursor did not know
+    assert seen.catch_up_points() == {str(GENERAL): (100, 7)}
+    assert json.loads(cursors.values[CURSOR_NAME]) == {str(GENERAL): [100, 7],
+                                                        str(DM_ALICE): [50, None]}
+    await seen.release()
+    assert json.loads(cursors.values[CURSOR_NAME])[str(GENERAL)] == [200, 7]
+    assert seen.catch_up_points()[str(GENERAL)] == (200, 7)  # a later session: the live one

@@ -51,6 +51,7 @@ class Posted:
     deleted: bool = False
     files: list[str] = field(default_factory=list)
     blocks: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None  # chat.postMessage `metadata`, as Slack keeps it
 
 
 @dataclass
@@ -89,6 +90,11 @@ class FakeSlack:
         self.files: dict[str, dict[str, Any]] = {}
         self.pending: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.acked: list[str] = []
+        #: envelope id -> the numbers (one counter for all) of each time it was sent on a socket
+        self.deliveries: dict[str, list[int]] = {}
+        #: envelope id -> the number of the delivery that was acked (the last one before the ack)
+        self.acked_delivery: dict[str, int] = {}
+        self._delivery_no = itertools.count(1)
         self.connections_opened = 0
         self.sockets: list[web.WebSocketResponse] = []
         self.last_delivered: dict[str, Any] | None = None
@@ -285,6 +291,12 @@ class FakeSlack:
         msg = self._post(cid, text, p.get("thread_ts"),
                          mrkdwn=None if mrkdwn is None else str(mrkdwn).lower() != "false")
         msg.blocks = list(blocks)
+        metadata = p.get("metadata")
+        if isinstance(metadata, str):
+            metadata = json.loads(metadata)
+        if isinstance(metadata, dict) and metadata.get("event_type"):
+            msg.metadata = {"event_type": str(metadata["event_type"]),
+                            "event_payload": dict(metadata.get("event_payload") or {})}
         return {"ok": True, "channel": cid, "ts": msg.ts,
                 "message": {"type": "message", "text": text, "ts": msg.ts,
                             "user": self.bot_user_id, "bot_id": self.bot_id}}
@@ -303,6 +315,37 @@ class FakeSlack:
 
     def _find(self, cid: str, ts: str) -> Posted | None:
         return next((m for m in self.posted.get(cid, []) if m.ts == ts and not m.deleted), None)
+
+    async def _m_conversations_history(self, p: dict[str, Any]) -> dict[str, Any]:
+        """The bot's top-level messages of a channel, newest first (messages of others are not
+        kept by the fake); `metadata` only with include_all_metadata, as Slack does."""
+        return self._history(p, lambda m: m.thread_ts in (None, m.ts))
+
+    async def _m_conversations_replies(self, p: dict[str, Any]) -> dict[str, Any]:
+        """The bot's messages of the thread `ts` (the parent included when it is the bot's)."""
+        ts = str(p.get("ts") or "")
+        if not ts:
+            return {"ok": False, "error": "invalid_arguments"}
+        return self._history(p, lambda m: m.thread_ts == ts or m.ts == ts)
+
+    def _history(self, p: dict[str, Any], keep: Any) -> dict[str, Any]:
+        cid = str(p.get("channel", ""))
+        if err := self._channel_error(cid):
+            return {"ok": False, "error": err}
+        oldest = float(p.get("oldest") or 0)
+        with_meta = str(p.get("include_all_metadata", "")).lower() in ("1", "true")
+        out = []
+        for m in reversed(self.posted.get(cid, [])):
+            if m.deleted or float(m.ts) <= oldest or not keep(m):
+                continue
+            item: dict[str, Any] = {"type": "message", "ts": m.ts, "text": m.text,
+                                    "user": self.bot_user_id, "bot_id": self.bot_id}
+            if m.thread_ts:
+                item["thread_ts"] = m.thread_ts
+            if with_meta and m.metadata:
+                item["metadata"] = m.metadata
+            out.append(item)
+        return {"ok": True, "messages": out[: int(p.get("limit") or 100)], "has_more": False}
 
     async def _m_chat_update(self, p: dict[str, Any]) -> dict[str, Any]:
         cid, ts, text = str(p.get("channel", "")), str(p.get("ts", "")), str(p.get("text") or "")
@@ -409,7 +452,7 @@ class FakeSlack:
         for env in list(self.pending.values()):  # Slack retries what was never acked
             env["retry_attempt"] = env.get("retry_attempt", 0) + 1
             env["retry_reason"] = "timeout"
-            await ws.send_json(env)
+            await self._send_envelope(ws, env)
         await self._notify()
         try:
             async for msg in ws:
@@ -419,6 +462,8 @@ class FakeSlack:
                 eid = data.get("envelope_id")
                 if eid and self.pending.pop(eid, None) is not None:
                     self.acked.append(eid)
+                    if self.deliveries.get(eid):
+                        self.acked_delivery[eid] = self.deliveries[eid][-1]
                     await self._notify()
         finally:
             if ws in self.sockets:
@@ -466,8 +511,13 @@ class FakeSlack:
         self._sent_at[env["envelope_id"]] = time.monotonic()
         for ws in self.live_sockets()[-1:]:
             with contextlib.suppress(Exception):
-                await ws.send_json(env)
+                await self._send_envelope(ws, env)
         return payload
+
+    async def _send_envelope(self, ws: web.WebSocketResponse, env: dict[str, Any]) -> None:
+        """Send one envelope on a socket, numbering the delivery (see `deliveries`)."""
+        self.deliveries.setdefault(env["envelope_id"], []).append(next(self._delivery_no))
+        await ws.send_json(env)
 
     async def _retry_unacked(self, after_s: float) -> None:
         while True:
@@ -481,7 +531,7 @@ class FakeSlack:
                 self._sent_at[eid] = now
                 for ws in self.live_sockets()[-1:]:
                     with contextlib.suppress(Exception):
-                        await ws.send_json(env)
+                        await self._send_envelope(ws, env)
 
     async def post_event(self, payload: dict[str, Any], *, retry_num: int | None = None,
                          secret: str | None = None, timestamp: int | None = None
