@@ -35,11 +35,15 @@ from gateway.turns.sessions import ResetPolicy, SessionResolver
 from gateway.turns.steering import SteerDesk, Steering
 from gateway.turns.transcript import TurnTranscript
 from gateway.turns.usage import UsageRecorder
+from hermes_common.backoff import Backoff
 from storage.types import Session
 
 __all__ = ["TurnService", "TurnSettings", "build_turns"]
 
 log = structlog.get_logger("gateway.turns")
+
+_RELEASE_RETRY = Backoff(base_s=0.25, cap_s=5.0)
+_RELEASE_ATTEMPTS = 10  # about 30 s in all
 
 ToolProgress = Literal["off", "new", "all"]
 INTERRUPTED_NOTE = "⏹ Interrupted."
@@ -115,19 +119,36 @@ class TurnService:
             except Exception as exc:
                 ok, error = False, type(exc).__name__
                 log.exception("turn_crashed", session_key=key)
-                # The user is told it failed (and may resend): not re-run after a restart.
-                try:
-                    await self._store.inbound_release(event_keys(events))
-                except Exception as release_exc:  # noqa: BLE001 - held until the next start
-                    log.warning("turn_release_failed", session_key=key,
-                                error=type(release_exc).__name__)
                 await self._delivery.notify(
                     target, f"⚠️ Sorry, something went wrong ({type(exc).__name__}). "
                     "Please try again, or send /new to start over.")
+                # The user is told it failed (and may resend): not re-run after a restart.
+                # Shielded: a newer message interrupting (cancelling) this turn must not
+                # cut the retry short.
+                release = asyncio.create_task(self._release_crashed(key, events),
+                                              name=f"turn-release:{key}")
+                self._background.add(release)
+                release.add_done_callback(self._background.discard)
+                await asyncio.shield(release)
             finally:
                 for ev in events:
                     await self._delivery.turn_complete(ReplyTarget.of(ev), ok=ok, error=error)
         return leftover
+
+    async def _release_crashed(self, key: str, events: list[MessageEvent]) -> None:
+        """Let go of a crashed turn's held events, retrying for about 30 s (a full disk
+        often fails this too). Awaited by the turn, so the session's newer messages wait
+        behind it: an event left held is queued again by the next start and answered after
+        them (chaos seed 9). Still failing after that, it stays held for the next start."""
+        for attempt in range(1, _RELEASE_ATTEMPTS + 1):
+            try:
+                await self._store.inbound_release(event_keys(events))
+                return
+            except Exception as exc:  # noqa: BLE001 - retried; held until the next start
+                log.warning("turn_release_failed", session_key=key, attempt=attempt,
+                            error=type(exc).__name__)
+                if attempt < _RELEASE_ATTEMPTS:
+                    await asyncio.sleep(_RELEASE_RETRY.delay(attempt))
 
     # -- the turn ------------------------------------------------------------------------------
     async def _turn(self, key: str, events: list[MessageEvent], target: ReplyTarget,
