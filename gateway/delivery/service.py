@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
@@ -24,7 +24,7 @@ from gateway.events import (
     OutboundMessage,
     SendResult,
 )
-from gateway.ports import BasePlatformAdapter, DeliveryRef
+from gateway.ports import BasePlatformAdapter
 from gateway.ratelimit import BudgetClosed, ChatRateBudget, Deferred, RateBudgets
 from hermes_common.backoff import Backoff
 from hermes_common.redact import redact
@@ -486,63 +486,10 @@ class DeliveryService:
     # -- recovery ------------------------------------------------------------------------------
     async def recover(self) -> tuple[int, int]:
         """At start-up: re-send undelivered finals younger than 24 h once, with a marker;
-        mark older ones expired. Returns (resent, expired). Only finals an earlier process
-        recorded are taken (claimed for this boot in one transaction): one recorded by this
-        process is being sent by its own turn."""
-        pending = await self._ledger.outbox_claim_undelivered(self.boot_id)
-        now = self._clock()
-        old = [p.id for p in pending if now - p.created_at > RECOVERY_MAX_AGE_S]
-        if old:
-            await self._ledger.outbox_mark_expired(old)
-        resent = 0
-        for item in pending:
-            if item.id in old:
-                continue
-            target = ReplyTarget(item.platform, item.chat_id, item.thread_id, item.reply_to,
-                                 item.chat_type or "dm")
-            if item.state == "sent":
-                # The text reached the platform, its attachments may not have: send them
-                # (one that went out just before the crash may come twice, none is lost).
-                await self._recover_attachments(item, target)
-                continue
-            if await self._found_delivered(item, target):
-                continue
-            await self.resend(item.id, target, marker=RECOVERED_MARKER)
-            resent += 1
-        return resent, len(old)
+        mark older ones expired. Returns (resent, expired). See `gateway.delivery.recovery`."""
+        from gateway.delivery.recovery import recover_outbox  # it builds on this module
 
-    async def _found_delivered(self, item: Any, target: ReplyTarget) -> bool:
-        """A final sent just before the crash, before its row was marked: where the platform
-        can tell (`already_delivered`), every part of it is in the chat. Then the row is marked
-        delivered instead of sending the reply a second time."""
-        adapter = self._adapters.get(target.adapter)
-        if adapter is None or item.preview_message_id or item.attachments:
-            return False  # a preview is finished in place; attachments are not keyed
-        ref = DeliveryRef(item.id, target.chat_id, target.thread_id, target.reply_to,
-                          float(item.created_at))
-        try:
-            found = await adapter.already_delivered(ref)
-            parts = len((await render_final(item.text, adapter.capabilities)).parts or [""])
-        except Exception as exc:  # noqa: BLE001 - cannot tell: send it again
-            log.warning("final_delivery_check_failed", adapter=target.adapter,
-                        outbox_id=item.id, error=type(exc).__name__)
-            return False
-        if not found or any(i not in found for i in range(parts)):
-            return False
-        ids = [found[i] for i in range(parts)]
-        log.info("final_found_delivered", adapter=target.adapter, outbox_id=item.id)
-        await self._delivered(PreparedFinal(target, item.id, item.text, ()), ids, 0)
-        return True
-
-    async def _recover_attachments(self, item: Any, target: ReplyTarget) -> None:
-        files = tuple(OutboundAttachment(**a) for a in item.attachments or ())
-        ids = list(item.platform_message_ids or [])
-        adapter = self._adapters.get(target.adapter)
-        final = PreparedFinal(target, item.id, item.text, files)
-        if not files:
-            await self._delivered(final, None, 0)
-        elif adapter is not None and await self._send_attachments(adapter, final, ids, 0):
-            await self._delivered(final, ids, 0)
+        return await recover_outbox(self)
 
     async def close(self) -> None:
         """Cancel pending retries and typing loops, close the budgets. Pending finals stay in
