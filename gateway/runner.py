@@ -50,6 +50,7 @@ from gateway.registry import create_adapter
 from gateway.sdnotify import SdNotifier
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
+from gateway.status import compression_status, sessions_status
 from gateway.supervisor import AdapterSupervisor
 from gateway.turns import TurnService
 from gateway.watchdog import LoopWatchdog
@@ -368,26 +369,12 @@ class GatewayRunner:
         async def storage_ok() -> bool:
             return await parts.store.writable()
 
-        async def sessions_status() -> dict[str, Any]:
-            m = parts.manager
-            depths = m.queue_depths()
-            queues: dict[str, int] | int = depths if hc.expose_ids else len(depths)
-            return {"active": m.active_count, "queues": queues, "queued": sum(depths.values()),
-                    "held": await parts.store.inbound_held_count()}
-
-        def compression_status() -> dict[str, Any]:
-            c = parts.compression
-            if c is None:
-                return {"enabled": False}
-            status = c.status()
-            if not hc.expose_ids:  # counts, not the session ids of running jobs
-                status["running"] = len(status.get("running") or ())
-            return status
-
         self.health = HealthServer(
             supervisor=parts.supervisor, metrics=self.metrics, storage_probe=storage_ok,
             host=hc.host, port=port, ephemeral=self._health_port == 0,
-            status_providers={"sessions": sessions_status, "compression": compression_status,
+            status_providers={"sessions": sessions_status(parts, expose_ids=hc.expose_ids),
+                              "compression": compression_status(parts,
+                                                                expose_ids=hc.expose_ids),
                               **({"mcp": self.mcp.status} if self.mcp is not None else {})},
             watchdog=watchdog, version=_version(),
             token=hc.token.get_secret_value() if hc.token is not None else None)

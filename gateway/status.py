@@ -1,0 +1,42 @@
+"""What the gateway says about its sessions and compression, for `/status` (health server)
+and the dashboard: one source, two audiences (`expose_ids` decides whether session ids of
+queues and running jobs are shown, or only their counts)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from gateway.wiring import GatewayParts
+
+__all__ = ["compression_status", "sessions_status"]
+
+
+def sessions_status(parts: GatewayParts, *,
+                    expose_ids: bool) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """Active workers, queue depths (per session key, or their count), held events."""
+
+    async def status() -> dict[str, Any]:
+        m = parts.manager
+        depths = m.queue_depths()
+        queues: dict[str, int] | int = depths if expose_ids else len(depths)
+        return {"active": m.active_count, "queues": queues, "queued": sum(depths.values()),
+                "held": await parts.store.inbound_held_count()}
+
+    return status
+
+
+def compression_status(parts: GatewayParts, *,
+                       expose_ids: bool) -> Callable[[], dict[str, Any]]:
+    """The compression pool's status (running jobs by session id, or their count)."""
+
+    def status() -> dict[str, Any]:
+        c = parts.compression
+        if c is None:
+            return {"enabled": False}
+        out = c.status()
+        if not expose_ids:
+            out["running"] = len(out.get("running") or ())
+        return out
+
+    return status
