@@ -19,18 +19,17 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
 from hermes_common.backoff import Backoff
-from storage.errors import StorageBusyError, StoreClosedError
+from storage.errors import StorageBusyError
 from storage.migrations import migrate_sync
-from storage.sqlconn import Conn
 from storage.syncconn import SqliteConn, drive, run_in_thread
+from storage.writequeue import GroupCommitWriter, MergedOp, Op, WriteItem
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -46,12 +45,9 @@ __all__ = [
 
 BUSY_TIMEOUT_MS = 5_000
 RETRY_BUDGET_S = 60.0
-MAX_BATCH = 512
 READ_MMAP_BYTES = 256 * 1024 * 1024
 READ_CACHE_KIB = 16 * 1024
 
-Op = Callable[[Conn], Coroutine[Any, Any, Any]]
-MergedOp = Callable[[Conn, list[Any]], Coroutine[Any, Any, list[Any]]]
 
 
 def is_busy(exc: BaseException) -> bool:
@@ -155,15 +151,7 @@ class _BusyAbort(Exception):
     """Internal: an operation hit SQLITE_BUSY; the whole batch is retried."""
 
 
-@dataclass(slots=True)
-class _Item:
-    op: Op | None
-    merge_key: str | None
-    payload: Any
-    future: asyncio.Future[Any] = field(repr=False)
-
-
-class Writer:
+class Writer(GroupCommitWriter):
     """The process's single writer connection and its queue (group commit).
 
     Use `await Writer.start(path)` and `await writer.close()`. `submit()` and `submit_merged()`
@@ -173,100 +161,26 @@ class Writer:
     """
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
+        super().__init__()
         self._conn = conn
-        self._queue: asyncio.Queue[_Item | None] = asyncio.Queue()
-        self._mergers: dict[str, MergedOp] = {}
-        self._closed = False
-        self._closing = False
-        self._task: asyncio.Task[None] | None = None
-        self.batches = 0
-        self.ops = 0
 
     @classmethod
     async def start(cls, path: Path) -> Writer:
         writer = cls(await connect(path))
-        writer._task = asyncio.create_task(writer._run(), name="storage-writer")
+        writer._launch()
         return writer
-
-    def on_failure(self, callback: Callable[[BaseException], None]) -> None:
-        """Call `callback(error)` if the writer stops on an error (its connection broke).
-        Not called after `close()` or when the writer is cancelled."""
-
-        def done(task: asyncio.Task[None]) -> None:
-            exc = None if task.cancelled() else task.exception()
-            if exc is not None and not self._closing:
-                callback(exc)
-
-        if self._task is not None:
-            self._task.add_done_callback(done)
-
-    def register_merger(self, key: str, merged: MergedOp) -> None:
-        """`merged(conn, payloads)` runs several queued payloads at once, returning one
-        result per payload; it is also called with a single payload as a fallback."""
-        self._mergers[key] = merged
-
-    async def submit(self, op: Op) -> Any:
-        return await self._put(_Item(op, None, None, self._new_future()))
-
-    async def submit_merged(self, key: str, payload: Any) -> Any:
-        return await self._put(_Item(None, key, payload, self._new_future()))
-
-    def _new_future(self) -> asyncio.Future[Any]:
-        return asyncio.get_running_loop().create_future()
-
-    async def _put(self, item: _Item) -> Any:
-        if self._closed or self._task is None or self._task.done():
-            raise StoreClosedError("state store is closed")
-        self._queue.put_nowait(item)
-        return await asyncio.shield(item.future)
 
     async def close(self) -> None:
         """Finish every queued operation, then close the connection. Idempotent; also closes
         the connection of a writer that already stopped on an error (its callers got it)."""
-        if self._closing:
+        if not await self._drain_for_close():
             return
-        self._closing = True
-        self._closed = True
-        self._queue.put_nowait(None)
-        if self._task is not None:
-            # A writer that stopped on an error already handed it to every caller and to
-            # `on_failure`; here it is only waited for.
-            await asyncio.wait({self._task})
-            if not self._task.cancelled():
-                self._task.exception()
         with contextlib.suppress(sqlite3.Error, ValueError):
             await self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         with contextlib.suppress(sqlite3.Error, ValueError):
             await self._conn.close()
 
-    async def _run(self) -> None:
-        stop = False
-        try:
-            while not stop:
-                first = await self._queue.get()
-                if first is None:
-                    break
-                batch = [first]
-                while len(batch) < MAX_BATCH and not self._queue.empty():
-                    nxt = self._queue.get_nowait()
-                    if nxt is None:
-                        stop = True
-                        break
-                    batch.append(nxt)
-                try:
-                    await self._run_batch(batch)
-                except BaseException:
-                    # The writer cannot go on (its connection broke); no caller may wait forever.
-                    self._fail(batch, StoreClosedError("state store writer stopped"))
-                    raise
-        finally:
-            self._closed = True
-            while not self._queue.empty():
-                left = self._queue.get_nowait()
-                if left is not None and not left.future.done():
-                    left.future.set_exception(StoreClosedError("state store is closed"))
-
-    async def _run_batch(self, batch: list[_Item]) -> None:
+    async def _run_batch(self, batch: list[WriteItem]) -> None:
         deadline = time.monotonic() + RETRY_BUDGET_S
         attempt = 0
         while True:
@@ -287,27 +201,14 @@ class Writer:
                     raise
                 return
             break
-        self.batches += 1
-        self.ops += len(batch)
-        for item, (ok, value) in zip(batch, results, strict=True):
-            if item.future.done():
-                continue
-            if ok:
-                item.future.set_result(value)
-            else:
-                item.future.set_exception(value)
-
-    def _fail(self, batch: Sequence[_Item], exc: BaseException) -> None:
-        for item in batch:
-            if not item.future.done():
-                item.future.set_exception(exc)
+        self._resolve(batch, results)
 
     async def _rollback(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             if self._conn.in_transaction:
                 await self._conn.execute("ROLLBACK")
 
-    async def _attempt(self, batch: list[_Item]) -> list[tuple[bool, Any]]:
+    async def _attempt(self, batch: list[WriteItem]) -> list[tuple[bool, Any]]:
         """The whole batch in the connection's thread: one hand-off (see storage.syncconn)."""
         return await run_in_thread(self._conn, lambda raw: _attempt_sync(raw, batch,
                                                                         self._mergers))
@@ -322,7 +223,7 @@ def _exec(raw: sqlite3.Connection, sql: str) -> None:
         raise
 
 
-def _attempt_sync(raw: sqlite3.Connection, batch: list[_Item],
+def _attempt_sync(raw: sqlite3.Connection, batch: list[WriteItem],
                   mergers: dict[str, MergedOp]) -> list[tuple[bool, Any]]:
     conn = SqliteConn(raw)
     _exec(raw, "BEGIN IMMEDIATE")

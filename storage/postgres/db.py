@@ -15,16 +15,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
 
 from hermes_common.backoff import Backoff
-from storage.db import MAX_BATCH, MergedOp, Op
-from storage.errors import StorageBusyError, StoreClosedError
+from storage.errors import StorageBusyError
 from storage.postgres.conn import PgConn
+from storage.writequeue import GroupCommitWriter, WriteItem
 
 __all__ = ["PgWriter", "PgReaders", "connect", "connection_lost", "RETRY_BUDGET_S"]
 
@@ -53,101 +52,33 @@ class _Retry(Exception):
     """Internal: the batch is retried (transient error or connection lost before commit)."""
 
 
-@dataclass(slots=True)
-class _Item:
-    op: Op | None
-    merge_key: str | None
-    payload: Any
-    future: asyncio.Future[Any] = field(repr=False)
-
-
-class PgWriter:
+class PgWriter(GroupCommitWriter):
     """One writer connection and its queue. `submit()` raises what the operation raised
     (its writes undone, the rest of the batch still commits), `StorageBusyError` when the
     database stayed unreachable or busy beyond the retry budget, `StoreClosedError` after
     `close()`."""
 
+    task_name = "storage-pg-writer"
+
     def __init__(self, dsn: str, conn: asyncpg.Connection) -> None:
+        super().__init__()
         self._dsn = dsn
         self._conn: asyncpg.Connection | None = conn
-        self._queue: asyncio.Queue[_Item | None] = asyncio.Queue()
-        self._mergers: dict[str, MergedOp] = {}
-        self._closed = False
-        self._closing = False
-        self._task: asyncio.Task[None] | None = None
-        self.batches = 0
-        self.ops = 0
 
     @classmethod
     async def start(cls, dsn: str) -> PgWriter:
         writer = cls(dsn, await connect(dsn))
-        writer._task = asyncio.create_task(writer._run(), name="storage-pg-writer")
+        writer._launch()
         return writer
 
-    def on_failure(self, callback: Callable[[BaseException], None]) -> None:
-        def done(task: asyncio.Task[None]) -> None:
-            exc = None if task.cancelled() else task.exception()
-            if exc is not None and not self._closing:
-                callback(exc)
-
-        if self._task is not None:
-            self._task.add_done_callback(done)
-
-    def register_merger(self, key: str, merged: MergedOp) -> None:
-        self._mergers[key] = merged
-
-    async def submit(self, op: Op) -> Any:
-        return await self._put(_Item(op, None, None, self._new_future()))
-
-    async def submit_merged(self, key: str, payload: Any) -> Any:
-        return await self._put(_Item(None, key, payload, self._new_future()))
-
-    def _new_future(self) -> asyncio.Future[Any]:
-        return asyncio.get_running_loop().create_future()
-
-    async def _put(self, item: _Item) -> Any:
-        if self._closed or self._task is None or self._task.done():
-            raise StoreClosedError("state store is closed")
-        self._queue.put_nowait(item)
-        return await asyncio.shield(item.future)
-
     async def close(self) -> None:
-        if self._closing:
+        if not await self._drain_for_close():
             return
-        self._closing = True
-        self._closed = True
-        self._queue.put_nowait(None)
-        if self._task is not None:
-            await asyncio.wait({self._task})
-            if not self._task.cancelled():
-                self._task.exception()
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 await self._conn.close(timeout=5)
 
-    async def _run(self) -> None:
-        stop = False
-        try:
-            while not stop:
-                first = await self._queue.get()
-                if first is None:
-                    break
-                batch = [first]
-                while len(batch) < MAX_BATCH and not self._queue.empty():
-                    nxt = self._queue.get_nowait()
-                    if nxt is None:
-                        stop = True
-                        break
-                    batch.append(nxt)
-                await self._run_batch(batch)
-        finally:
-            self._closed = True
-            while not self._queue.empty():
-                left = self._queue.get_nowait()
-                if left is not None and not left.future.done():
-                    left.future.set_exception(StoreClosedError("state store is closed"))
-
-    async def _run_batch(self, batch: list[_Item]) -> None:
+    async def _run_batch(self, batch: list[WriteItem]) -> None:
         deadline = time.monotonic() + RETRY_BUDGET_S
         attempt = 0
         while True:
@@ -168,15 +99,7 @@ class PgWriter:
                     raise
                 return
             break
-        self.batches += 1
-        self.ops += len(batch)
-        for item, (ok, value) in zip(batch, results, strict=True):
-            if item.future.done():
-                continue
-            if ok:
-                item.future.set_result(value)
-            else:
-                item.future.set_exception(value)
+        self._resolve(batch, results)
 
     async def _connection(self) -> asyncpg.Connection:
         if self._conn is None or self._conn.is_closed():
@@ -187,12 +110,7 @@ class PgWriter:
                 raise _Retry from exc
         return self._conn
 
-    def _fail(self, batch: Sequence[_Item], exc: BaseException) -> None:
-        for item in batch:
-            if not item.future.done():
-                item.future.set_exception(exc)
-
-    async def _attempt(self, raw: asyncpg.Connection, batch: list[_Item]
+    async def _attempt(self, raw: asyncpg.Connection, batch: list[WriteItem]
                        ) -> list[tuple[bool, Any]]:
         conn = PgConn(raw)
         single = len(batch) == 1 and batch[0].op is not None
