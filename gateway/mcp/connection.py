@@ -229,7 +229,8 @@ class McpConnection:
     async def _run(self) -> None:
         attempt = 0
         while not self._stop.is_set():
-            self.state = "connecting"
+            if attempt == 0:  # a retry after a failure stays "down" until it connects
+                self.state = "connecting"
             try:
                 async with AsyncExitStack() as stack:
                     client = await self._connect(stack)
