@@ -319,6 +319,21 @@ async def test_a_server_that_never_answers_the_handshake_does_not_hold_up_start(
         assert time.monotonic() - began < 8
 
 
+async def test_a_server_that_failed_reads_down_while_it_retries(tmp_path: Path) -> None:
+    # Each attempt hangs 1 s in the handshake; the retry starts 0.1 s after a failure.
+    mute = McpServerConfig(command="sleep", args=["60"], connect_timeout_s=1)
+    quick = Backoff(base_s=0.1, cap_s=0.1, jitter=0.0)
+    hub = await hub_of({"mute": mute}, tmp_path, startup_wait_s=3, backoff=quick)
+    try:
+        conn = hub.connections["mute"]
+        await until(lambda: conn.state == "down", "the first attempt to fail")
+        await asyncio.sleep(0.5)  # inside the second attempt's handshake
+        assert conn.state == "down"
+        assert hub.toolsets_down()["mcp:mute"] == "server down: timed out"
+    finally:
+        await hub.stop()
+
+
 async def test_a_stdio_servers_stderr_goes_to_its_log_file(notes: McpHub, tmp_path: Path,
                                                             ctx: ToolContext) -> None:
     await run(notes, ctx, ("mcp__notes__echo", {"text": "x"}))
