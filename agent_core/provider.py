@@ -13,11 +13,10 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
 
-import openai
 import structlog
-from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from agent_core.credentials import Cooldowns, Credential, CredentialPool
@@ -25,11 +24,23 @@ from agent_core.errors import FailoverReason, classify
 from agent_core.events import Usage
 from agent_core.tools.base import ToolCall
 
+if TYPE_CHECKING:
+    import openai
+
 log = structlog.get_logger("agent_core.provider")
 
 __all__ = ["ModelResponse", "ProviderClient", "ProviderRouter", "ProviderSettings"]
 
 DeltaCallback = Callable[[str], None]
+
+
+def _sdk() -> ModuleType:
+    """The `openai` package, imported when the first client is made: it is the largest import
+    of the process (about 1 s and 25 MB beyond what the gateway loads anyway), and a gateway
+    that has not called a model yet does not need it."""
+    import openai
+
+    return openai
 
 
 class ProviderSettings(BaseModel):
@@ -130,14 +141,15 @@ class ProviderClient:
     def client_for(self, cred: Credential) -> openai.AsyncOpenAI:
         client = self._clients.get(cred.key)
         if client is None:
+            sdk = _sdk()
             # The SDK's aiohttp transport (openai[aiohttp]) costs about half the CPU per request
             # of its default httpx transport; one per client so closing one closes only it.
             kwargs: dict[str, Any] = {
                 "http_client": self._http_client
                 if self._http_client is not None
-                else openai.DefaultAioHttpClient(timeout=self.settings.timeout_s)
+                else sdk.DefaultAioHttpClient(timeout=self.settings.timeout_s)
             }
-            client = openai.AsyncOpenAI(
+            client = sdk.AsyncOpenAI(
                 base_url=self.settings.base_url,
                 api_key=cred.key,
                 timeout=self.settings.timeout_s,
@@ -169,7 +181,7 @@ class ProviderClient:
         if self.streaming:
             try:
                 return await self._stream(client, params, on_text, on_reasoning)
-            except openai.BadRequestError as exc:
+            except _sdk().BadRequestError as exc:
                 if classify(exc).reason is not FailoverReason.STREAM_UNSUPPORTED:
                     raise
                 self.streaming = False
@@ -190,7 +202,7 @@ class ProviderClient:
             content=self._encode(params, stream=True),
             cast_to=object,
             stream=True,
-            stream_cls=openai.AsyncStream[object],
+            stream_cls=_sdk().AsyncStream[object],
         )
         text: list[str] = []
         reasoning: list[str] = []
@@ -256,6 +268,8 @@ class ProviderClient:
         on_text: DeltaCallback | None,
         on_reasoning: DeltaCallback | None,
     ) -> ModelResponse:
+        from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
+
         resp = await client.post(
             "/chat/completions", content=self._encode(params, stream=False),
             cast_to=ChatCompletion

@@ -24,6 +24,7 @@ hard-coded credentials).
 
 from __future__ import annotations
 
+import functools
 import html
 import importlib
 import re
@@ -121,7 +122,11 @@ def _compile(raw: tuple[RawPattern, ...]) -> tuple[_Rule, ...]:
     return tuple(_rule(*entry) for entry in raw)
 
 
-_RULES = _compile(ENGLISH_AND_TECHNICAL + PHRASES)
+@functools.cache
+def _rules() -> tuple[_Rule, ...]:
+    """The compiled rules, built by the first scan (about 0.3 s and 10 MB with the confusables
+    table): a gateway that has not read a prompt file or a tool result yet does not need them."""
+    return _compile(ENGLISH_AND_TECHNICAL + PHRASES)
 
 
 def too_large(size: str) -> Finding:
@@ -175,7 +180,7 @@ def _edge(norm: str, at: int, step: int) -> int:
 def _match(norm: str, scope: ThreatScope, found: list[Finding], first_only: bool) -> None:
     hits: dict[str, list[int]] = {}
     ascii_only = norm.isascii()
-    for rule in _RULES:
+    for rule in _rules():
         if rule.strict_only and scope != "strict":
             continue
         if rule.first_letters is not None and (ascii_only or not rule.first_letters.search(norm)):

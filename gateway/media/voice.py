@@ -8,12 +8,14 @@ Errors become `TranscriptionError` with a one-line reason safe to show."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import openai
 import structlog
 
 from hermes_common.redact import redact
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = ["MAX_BYTES", "OpenAITranscriber", "SttSettings", "Transcriber",
            "TranscriptionError", "audio_suffix"]
@@ -64,15 +66,28 @@ class OpenAITranscriber:
 
     def __init__(self, settings: SttSettings) -> None:
         self._s = settings
-        self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key,
-                                          timeout=settings.timeout_s, max_retries=1)
+        self._client_: openai.AsyncOpenAI | None = None
+
+    @property
+    def _client(self) -> openai.AsyncOpenAI:
+        # Made with the first recording: the SDK is the process's largest import.
+        if self._client_ is None:
+            import openai
+
+            self._client_ = openai.AsyncOpenAI(
+                base_url=self._s.base_url, api_key=self._s.api_key,
+                timeout=self._s.timeout_s, max_retries=1)
+        return self._client_
 
     async def transcribe(self, data: bytes, filename: str) -> str:
         if len(data) > MAX_BYTES:
             raise TranscriptionError(f"the recording is too long ({len(data) // 1_048_576} MB; "
                                      f"the limit is {MAX_BYTES // 1_048_576} MB)")
+        client = self._client
+        import openai
+
         try:
-            got = await self._client.audio.transcriptions.create(
+            got = await client.audio.transcriptions.create(
                 model=self._s.model, file=(filename, data))
         except openai.APITimeoutError:
             raise TranscriptionError("the speech-to-text service took too long") from None
@@ -88,4 +103,5 @@ class OpenAITranscriber:
         return text
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._client_ is not None:
+            await self._client_.close()
