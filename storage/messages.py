@@ -16,7 +16,7 @@ APPEND_KEY = "append"
 _INSERT_SQL = (
     f"INSERT INTO messages (id, {MESSAGE_COLUMNS}) VALUES ({', '.join('?' * 17)})"
 )
-_VISIBLE_COLS = f"id, {MESSAGE_COLUMNS}"
+VISIBLE_COLS = f"id, {MESSAGE_COLUMNS}"
 
 
 async def insert_rows(
@@ -49,7 +49,7 @@ async def insert_rows(
 async def history_on(conn: Conn, session_id: str) -> list[dict[str, Any]]:
     """The active transcript of `session_id` in id order, read through `conn`."""
     rows = await conn.execute_fetchall(
-        f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
+        f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
         (session_id,))
     return [row_to_message(r) for r in rows]
 
@@ -113,20 +113,20 @@ class MessagesMixin(StoreBase):
         """Every row of the session in id order, with `_active`/`_compacted` flags."""
         cond = "" if include_inactive else " AND active = 1"
         rows = await self._fetchall(
-            f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ?{cond} ORDER BY id",
+            f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ?{cond} ORDER BY id",
             (session_id,),
         )
         return [row_to_message(r, with_flags=True) for r in rows]
 
     async def get_message(self, message_id: int) -> dict[str, Any] | None:
-        row = await self._fetchone(f"SELECT {_VISIBLE_COLS} FROM messages WHERE id = ?", (message_id,))
+        row = await self._fetchone(f"SELECT {VISIBLE_COLS} FROM messages WHERE id = ?", (message_id,))
         return row_to_message(row, with_flags=True) if row else None
 
     async def find_by_platform_message_id(
         self, session_id: str, platform_message_id: str
     ) -> dict[str, Any] | None:
         row = await self._fetchone(
-            f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ?"
+            f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ?"
             " AND platform_message_id = ? ORDER BY id DESC LIMIT 1",
             (session_id, platform_message_id),
         )
@@ -164,7 +164,7 @@ class MessagesMixin(StoreBase):
             start = users[-1][0]
             rows = list(
                 await conn.execute_fetchall(
-                    f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1"
+                    f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1"
                     " AND id >= ? ORDER BY id",
                     (session_id, start),
                 )
