@@ -9,6 +9,7 @@ then on. `ProviderRouter` holds the providers in fallback order (primary first).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Callable, Sequence
@@ -29,18 +30,32 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("agent_core.provider")
 
-__all__ = ["ModelResponse", "ProviderClient", "ProviderRouter", "ProviderSettings"]
+__all__ = ["ModelResponse", "ProviderClient", "ProviderRouter", "ProviderSettings",
+           "load_sdk"]
 
 DeltaCallback = Callable[[str], None]
 
 
-def _sdk() -> ModuleType:
-    """The `openai` package, imported when the first client is made: it is the largest import
-    of the process (about 1 s and 25 MB beyond what the gateway loads anyway), and a gateway
-    that has not called a model yet does not need it."""
-    import openai
+_SDK: list[ModuleType] = []
 
-    return openai
+
+def _sdk() -> ModuleType:
+    """The `openai` package. Imported with the first model call (`load_sdk`): it is the
+    largest import of the process (most of a second and about 25 MB beyond what the gateway
+    loads anyway), and a gateway that has not called a model yet does not need it."""
+    if not _SDK:
+        import openai
+
+        _SDK.append(openai)
+    return _SDK[0]
+
+
+async def load_sdk() -> ModuleType:
+    """`_sdk()` without blocking the event loop: the first import runs in a thread (a turn's
+    first model call must not stall every other session, or a lease's renewal)."""
+    if _SDK:
+        return _SDK[0]
+    return await asyncio.to_thread(_sdk)
 
 
 class ProviderSettings(BaseModel):
@@ -177,6 +192,7 @@ class ProviderClient:
             params.update(self.settings.extra_body)
         if tools:
             params["tools"] = tools
+        await load_sdk()
         client = self.client_for(cred)
         if self.streaming:
             try:

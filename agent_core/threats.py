@@ -24,10 +24,10 @@ hard-coded credentials).
 
 from __future__ import annotations
 
-import functools
 import html
 import importlib
 import re
+import threading
 from dataclasses import dataclass
 from typing import Literal
 
@@ -50,6 +50,7 @@ __all__ = [
     "screen",
     "screen_skill",
     "too_large",
+    "warm",
 ]
 
 log = structlog.get_logger("agent_core.threats")
@@ -122,11 +123,25 @@ def _compile(raw: tuple[RawPattern, ...]) -> tuple[_Rule, ...]:
     return tuple(_rule(*entry) for entry in raw)
 
 
-@functools.cache
+_COMPILED: list[tuple[_Rule, ...]] = []
+_COMPILING = threading.Lock()
+
+
 def _rules() -> tuple[_Rule, ...]:
-    """The compiled rules, built by the first scan (about 0.3 s and 10 MB with the confusables
-    table): a gateway that has not read a prompt file or a tool result yet does not need them."""
-    return _compile(ENGLISH_AND_TECHNICAL + PHRASES)
+    """The compiled rules, built once by the first caller (about 0.3 s of CPU and 10 MB with
+    the confusables table); a caller arriving meanwhile waits for them. `warm()` builds them
+    in a thread so the first scan on the event loop does not."""
+    if not _COMPILED:
+        with _COMPILING:
+            if not _COMPILED:
+                _COMPILED.append(_compile(ENGLISH_AND_TECHNICAL + PHRASES))
+    return _COMPILED[0]
+
+
+def warm() -> None:
+    """Compile the rules in a daemon thread now (idempotent; returns at once)."""
+    if not _COMPILED:
+        threading.Thread(target=_rules, name="threat-rules", daemon=True).start()
 
 
 def too_large(size: str) -> Finding:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
+from agent_core.provider import load_sdk
 from hermes_common.redact import redact
 
 if TYPE_CHECKING:
@@ -83,19 +84,19 @@ class OpenAITranscriber:
         if len(data) > MAX_BYTES:
             raise TranscriptionError(f"the recording is too long ({len(data) // 1_048_576} MB; "
                                      f"the limit is {MAX_BYTES // 1_048_576} MB)")
+        sdk = await load_sdk()
         client = self._client
-        import openai
 
         try:
             got = await client.audio.transcriptions.create(
                 model=self._s.model, file=(filename, data))
-        except openai.APITimeoutError:
+        except sdk.APITimeoutError:
             raise TranscriptionError("the speech-to-text service took too long") from None
-        except openai.APIStatusError as exc:
+        except sdk.APIStatusError as exc:
             msg = exc.message.splitlines()[0][:160] if exc.message else ""
             raise TranscriptionError(f"the speech-to-text service refused it "
                                      f"(HTTP {exc.status_code}: {redact(msg)})") from None
-        except openai.APIConnectionError:
+        except sdk.APIConnectionError:
             raise TranscriptionError("the speech-to-text service could not be reached") from None
         text = (got.text or "").strip()
         if not text:
