@@ -30,6 +30,8 @@ _CODE_NOTE = "(code: see the text message)"
 _REST_NOTE = "The rest is in the text message."
 _URL = re.compile(r"\s*\(?\bhttps?://[^\s)]+\)?")
 _TABLE_RULE = re.compile(r"^[\s|:\-]+$")
+#: The SDK's prefix of a streamed response's error text (it has no parsed body).
+_ERROR_CODE = re.compile(r"^Error code: \d+ - ")
 
 
 class SpeechError(Exception):
@@ -108,7 +110,7 @@ class OpenAISynthesizer:
         except openai.APITimeoutError:
             raise SpeechError("the text-to-speech service took too long") from None
         except openai.APIStatusError as exc:
-            msg = exc.message.splitlines()[0][:160] if exc.message else ""
+            msg = _ERROR_CODE.sub("", exc.message.splitlines()[0])[:160] if exc.message else ""
             raise SpeechError(f"the text-to-speech service refused it "
                               f"(HTTP {exc.status_code}: {redact(msg)})") from None
         except openai.APIConnectionError:
