@@ -12,10 +12,16 @@ import wave
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.fakes.openai_server import FakeOpenAIServer, error, text
 from tests.media.files import ogg_header, ogg_voice, wav
 from tests.multiuser.support import until
 from tests.multiuser.telegram_harness import ADA, Group, group_gateway
+
+#: A voice note costs an audio child process (its start is slow on a loaded machine).
+PATIENCE = 40.0
+pytestmark = pytest.mark.timeout(240)
 
 
 def _user(model: FakeOpenAIServer) -> str:
@@ -34,7 +40,7 @@ async def test_an_ogg_voice_note_is_transcribed_into_the_message(
     async with group_gateway(tmp_path, model, stt__model="whisper-large") as g:
         model.stt_queue.append("Please book a table for two at eight.")
         model.enqueue(text("Booked."))
-        await g.turn(g.ada_dm, ADA, "", "Booked.", voice=note)
+        await g.turn(g.ada_dm, ADA, "", "Booked.", voice=note, timeout_s=PATIENCE)
         [call] = model.transcriptions
         # OGG/Opus is a format the endpoint takes: it goes as it came, named by its bytes.
         assert call.model == "whisper-large" and call.data == note
@@ -45,7 +51,7 @@ async def test_an_ogg_voice_note_is_transcribed_into_the_message(
 
         recording = wav()
         model.enqueue(text("Heard."))
-        await g.turn(g.ada_dm, ADA, "", "Heard.", voice=recording)
+        await g.turn(g.ada_dm, ADA, "", "Heard.", voice=recording, timeout_s=PATIENCE)
         assert model.transcriptions[-1].data == recording
         assert model.transcriptions[-1].filename.endswith(".wav")
         assert "fake transcript of" in _user(model)
@@ -56,7 +62,7 @@ async def test_a_voice_note_is_converted_for_an_endpoint_that_wants_wav(
     async with group_gateway(tmp_path, model, stt__formats=["wav"]) as g:
         model.stt_queue.append("converted and heard")
         model.enqueue(text("Noted."))
-        await g.turn(g.ada_dm, ADA, "", "Noted.", voice=ogg_voice(1.5))
+        await g.turn(g.ada_dm, ADA, "", "Noted.", voice=ogg_voice(1.5), timeout_s=PATIENCE)
         [call] = model.transcriptions
         assert call.filename.endswith(".wav")
         with wave.open(io.BytesIO(call.data)) as w:  # a real WAV: mono, 16 kHz, 1.5 s
@@ -71,7 +77,7 @@ async def test_an_endpoint_refusing_the_format_gets_one_converted_retry(
         model.stt_queue.extend([error(400, "Invalid file format. Supported formats: ['wav']"),
                                 "heard on the second try"])
         model.enqueue(text("Good."))
-        await g.turn(g.ada_dm, ADA, "", "Good.", voice=ogg_voice(1.0))
+        await g.turn(g.ada_dm, ADA, "", "Good.", voice=ogg_voice(1.0), timeout_s=PATIENCE)
         first, second = model.transcriptions
         assert first.filename.endswith(".ogg") and first.data.startswith(b"OggS")
         assert second.filename.endswith(".wav") and second.data[8:12] == b"WAVE"
@@ -84,7 +90,7 @@ async def test_too_long_a_recording_is_refused_with_a_reason_and_the_message_goe
     async with group_gateway(tmp_path, model, stt__max_seconds=2) as g:
         model.enqueue(text("Too long to hear, but I have your words."))
         await g.turn(g.ada_dm, ADA, "about the trip", "Too long to hear, but I have your words.",
-                     voice=ogg_voice(3.0))
+                     voice=ogg_voice(3.0), timeout_s=PATIENCE)
         assert model.transcriptions == []  # refused before any upload
         [note] = _notices(g, "could not be transcribed")
         assert "\n" not in note and "it is 3 s long; at most 2 s are transcribed" in note
@@ -98,8 +104,9 @@ async def test_damaged_audio_gets_a_clear_reason(tmp_path: Path,
     async with group_gateway(tmp_path, model) as g:
         model.enqueue(text("That one did not play."), text("Nor that one."))
         await g.turn(g.ada_dm, ADA, "", "That one did not play.",
-                     voice=b"OggS" + os.urandom(3000))
-        await g.turn(g.ada_dm, ADA, "", "Nor that one.", voice=ogg_header())  # no audio
+                     voice=b"OggS" + os.urandom(3000), timeout_s=PATIENCE)
+        await g.turn(g.ada_dm, ADA, "", "Nor that one.", voice=ogg_header(),  # no audio
+                     timeout_s=PATIENCE)
         assert model.transcriptions == []
         notes = _notices(g, "could not be transcribed")
         assert len(notes) == 2 and all("\n" not in n for n in notes)
@@ -113,7 +120,7 @@ async def test_a_failed_transcription_is_said_and_the_message_still_goes(
         model.stt_queue.append(error(400, "Audio file is too short."))
         model.enqueue(text("I could not hear it, but I got your caption."))
         await g.turn(g.ada_dm, ADA, "about dinner", "I could not hear it, but I got your caption.",
-                     voice=wav(0.05))
+                     voice=wav(0.05), timeout_s=PATIENCE)
         sent = _user(model)
         assert "about dinner" in sent and "could not be transcribed" in sent
         [note] = _notices(g, "could not be transcribed")
@@ -125,8 +132,8 @@ async def test_without_a_stt_provider_the_user_is_told(tmp_path: Path,
                                                        model: FakeOpenAIServer) -> None:
     async with group_gateway(tmp_path, model, stt__provider="speech") as g:
         model.enqueue(text("Got it."))
-        await g.turn(g.ada_dm, ADA, "", "Got it.", voice=wav())
+        await g.turn(g.ada_dm, ADA, "", "Got it.", voice=wav(), timeout_s=PATIENCE)
         await until(lambda: any("stt.provider 'speech' is not among the providers" in m.text
-                                for m in g.api.bot_messages(g.ada_dm)), "the reason")
+                                for m in g.api.bot_messages(g.ada_dm)), "the reason", PATIENCE)
         assert model.transcriptions == []
         assert "could not be transcribed" in _user(model)
