@@ -12,14 +12,16 @@
    in-process within 1.25x of bare pypdf; the isolated path < 20 ms a page at 30 pages.
 3. Transcription: a 1 s WAV to the fake model's `/audio/transcriptions`. Judged:
    `MediaReader.read` with the real `OpenAITranscriber`; baseline: the bare openai SDK call
-   with the same bytes. The difference is our overhead above the endpoint; most of it is
-   the audio child process that examines every recording (its start and `import av`), timed
-   alone in the same run. Goals: overhead without the child < 20 ms; the child < 600 ms.
+   with the same bytes. Judged in CPU time (this machine is shared; wall time is shown too):
+   the gateway's own CPU above the bare call, goal < 20 ms; and the audio child process that
+   examines every recording (its start and `import av` dominate), counted apart, goal
+   < 500 ms of CPU.
 4. Conversion: OGG/Opus voice notes of 10 s and 60 s (as Telegram sends them) to 16 kHz mono
    WAV. Judged: `examine_isolated` (the child, its start included) and the in-process
-   `examine` it runs; baseline: bare PyAV decode → resample → encode of the same bytes. Per
-   second of audio, from the slope between the two lengths (the child's start cancels out).
-   Goal: < 10 ms per second of audio (100x real time), in-process within 1.25x of bare PyAV.
+   `examine` it runs; baseline: bare PyAV decode → resample → encode of the same bytes. CPU
+   per second of audio, from the slope between the two lengths (the child's start cancels
+   out). Goals: < 50 ms per second of audio (a 600 s recording within half the child's 60 s
+   CPU limit); in-process within 1.25x of bare PyAV.
 5. Voice reply: a 600-character Markdown reply. Judged: `VoiceReplies.reply` (speakable
    text, the streamed `/audio/speech` call with the real `OpenAISynthesizer`, the send to
    a recording port); baseline: the bare SDK `audio.speech.create` of the same text. The
@@ -37,6 +39,7 @@ import io
 import json
 import logging
 import random
+import resource
 import statistics
 import sys
 import tempfile
@@ -72,8 +75,10 @@ PHOTO_GOAL_MS = 300.0
 PDF_GOAL_RATIO = 1.25
 PDF_ISOLATED_GOAL_MS = 20.0
 STT_GOAL_MS = 20.0
-STT_CHILD_GOAL_MS = 600.0
-CONVERT_GOAL_MS_PER_S = 10.0
+#: The child may spend 60 s of CPU: a recording of stt.max_seconds (600 s) must convert in
+#: well under that, so < 50 ms per second of audio (20x real time) leaves a margin of two.
+CONVERT_GOAL_MS_PER_S = 50.0
+STT_CHILD_GOAL_MS = 500.0
 CONVERT_GOAL_RATIO = 1.25
 TTS_GOAL_MS = 20.0
 
@@ -156,7 +161,16 @@ async def bench_pdf(tmp: Path, rounds: int, pages: int = 30) -> None:
           f"ms/page: {'met' if iso < PDF_ISOLATED_GOAL_MS else 'missed'}")
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of every child process waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def bench_stt(tmp: Path, rounds: int) -> None:
+    """CPU time, not wall time, is judged: this machine is shared, and a loaded one stretches
+    wall time by whatever else runs. The fake endpoint runs in this process, so its work is in
+    both the judged and the baseline CPU time; the audio child's is counted apart."""
     path = tmp / "voice.wav"
     path.write_bytes(wav(1.0, 16000))
     async with FakeOpenAIServer() as server:
@@ -164,35 +178,34 @@ async def bench_stt(tmp: Path, rounds: int) -> None:
         reader = MediaReader(transcriber=stt)
         bare = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-bench", max_retries=0)
         ev = event(path, "voice")
-        judged, base = [], []
+        judged, base, judged_cpu, base_cpu, child_cpu = [], [], [], [], []
         try:
             await reader.read([ev])  # warm both clients
             await bare.audio.transcriptions.create(model="whisper-1",
                                                    file=("voice.wav", path.read_bytes()))
             for _ in range(rounds):
-                t0 = time.perf_counter()
+                t0, c0, k0 = time.perf_counter(), time.process_time(), _children_cpu()
                 await reader.read([ev])
                 judged.append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
+                judged_cpu.append(time.process_time() - c0)
+                child_cpu.append(_children_cpu() - k0)
+                t0, c0 = time.perf_counter(), time.process_time()
                 await bare.audio.transcriptions.create(model="whisper-1",
                                                        file=("voice.wav", path.read_bytes()))
                 base.append(time.perf_counter() - t0)
+                base_cpu.append(time.process_time() - c0)
         finally:
             await stt.aclose()
             await bare.close()
-    child = []
-    data = path.read_bytes()
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        await examine_isolated(data, max_seconds=600, accept={"wav"})
-        child.append(time.perf_counter() - t0)
-    j, b, c = _ms(judged), _ms(base), _ms(child)
-    over = j - b
-    print(f"transcription: {j:.2f} ms (bare SDK call {b:.2f} ms, ratio {j / b:.2f}x, overhead "
-          f"{over:.2f} ms, of which the audio child {c:.1f} ms); goal overhead without the "
-          f"child < {STT_GOAL_MS:.0f} ms: {'met' if over - c < STT_GOAL_MS else 'missed'} "
-          f"({over - c:.2f} ms); goal child < {STT_CHILD_GOAL_MS:.0f} ms: "
-          f"{'met' if c < STT_CHILD_GOAL_MS else 'missed'}")
+    j, b = _ms(judged), _ms(base)
+    over = _ms(judged_cpu) - _ms(base_cpu)
+    child = _ms(child_cpu)
+    print(f"transcription: {j:.1f} ms wall (bare SDK call {b:.1f} ms); CPU above the bare call "
+          f"in the gateway {over:.2f} ms (judged {_ms(judged_cpu):.2f} ms, bare "
+          f"{_ms(base_cpu):.2f} ms), the audio child {child:.0f} ms CPU; goal gateway CPU "
+          f"overhead < {STT_GOAL_MS:.0f} ms: {'met' if over < STT_GOAL_MS else 'missed'}; goal "
+          f"child < {STT_CHILD_GOAL_MS:.0f} ms CPU: "
+          f"{'met' if child < STT_CHILD_GOAL_MS else 'missed'}")
 
 
 def bare_to_wav(data: bytes) -> bytes:
@@ -216,33 +229,36 @@ def bare_to_wav(data: bytes) -> bytes:
 
 
 async def bench_convert(rounds: int) -> None:
+    """CPU time per second of audio (see `bench_stt` for why CPU time)."""
     lengths = (10.0, 60.0)
     notes = {n: await asyncio.to_thread(ogg_opus, n) for n in lengths}
-    times: dict[str, dict[float, float]] = {"child": {}, "inproc": {}, "bare": {}}
+    cpu: dict[str, dict[float, float]] = {"child": {}, "inproc": {}, "bare": {}}
+    wall: dict[float, float] = {}
     for n, data in notes.items():
-        child, inproc, bare = [], [], []
+        child, inproc, bare, child_wall = [], [], [], []
         for _ in range(rounds):
-            t0 = time.perf_counter()
+            t0, k0 = time.perf_counter(), _children_cpu()
             got = await examine_isolated(data, max_seconds=600, convert="always")
-            child.append(time.perf_counter() - t0)
+            child_wall.append(time.perf_counter() - t0)
+            child.append(_children_cpu() - k0)
             assert got.data is not None and got.data[8:12] == b"WAVE"
-            t0 = time.perf_counter()
+            c0 = time.process_time()
             examine(data, max_seconds=600, convert="always")
-            inproc.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+            inproc.append(time.process_time() - c0)
+            c0 = time.process_time()
             bare_to_wav(data)
-            bare.append(time.perf_counter() - t0)
-        times["child"][n], times["inproc"][n], times["bare"][n] = (
-            _ms(child), _ms(inproc), _ms(bare))
+            bare.append(time.process_time() - c0)
+        cpu["child"][n], cpu["inproc"][n], cpu["bare"][n] = _ms(child), _ms(inproc), _ms(bare)
+        wall[n] = _ms(child_wall)
     short, long_ = lengths
-    slope = {k: (v[long_] - v[short]) / (long_ - short) for k, v in times.items()}
-    start = times["child"][short] - slope["child"] * short
-    ratio = times["inproc"][long_] / times["bare"][long_]
-    print(f"conversion OGG/Opus → WAV 16 kHz: {slope['child']:.2f} ms per second of audio in "
-          f"the child (its start {start:.0f} ms; {times['child'][long_]:.0f} ms for "
-          f"{long_:.0f} s), in-process {slope['inproc']:.2f} ms/s, bare PyAV "
-          f"{slope['bare']:.2f} ms/s (in-process/bare at {long_:.0f} s {ratio:.2f}x); goal "
-          f"< {CONVERT_GOAL_MS_PER_S:.0f} ms/s: "
+    slope = {k: (v[long_] - v[short]) / (long_ - short) for k, v in cpu.items()}
+    start = cpu["child"][short] - slope["child"] * short
+    ratio = cpu["inproc"][long_] / cpu["bare"][long_]
+    print(f"conversion OGG/Opus → WAV 16 kHz, CPU per second of audio: child "
+          f"{slope['child']:.2f} ms/s (its start {start:.0f} ms; {long_:.0f} s: "
+          f"{cpu['child'][long_]:.0f} ms CPU, {wall[long_]:.0f} ms wall), in-process "
+          f"{slope['inproc']:.2f} ms/s, bare PyAV {slope['bare']:.2f} ms/s (in-process/bare at "
+          f"{long_:.0f} s {ratio:.2f}x); goal < {CONVERT_GOAL_MS_PER_S:.0f} ms/s: "
           f"{'met' if slope['child'] < CONVERT_GOAL_MS_PER_S else 'missed'}; goal ≤ "
           f"{CONVERT_GOAL_RATIO}x: {'met' if ratio <= CONVERT_GOAL_RATIO else 'missed'}")
 
