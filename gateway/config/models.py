@@ -19,6 +19,7 @@ from gateway.config.base import ConfigModel, IdList, OptSecret, SecretList, reve
 from gateway.config.errors import Problem
 from gateway.config.mcp import McpServerConfig, valid_server_name
 from gateway.config.platforms import PlatformsConfig
+from gateway.config.speech import SttConfig, TtsConfig
 from gateway.config.tools import DEFAULT_TOOLSETS, ToolsConfig
 from gateway.ports import ToolProgress
 
@@ -277,14 +278,6 @@ class SecurityConfig(ConfigModel):
     """Start even when `.env` is readable by the group or others (otherwise exit 78)."""
 
 
-class SttConfig(ConfigModel):
-    """Speech-to-text for inbound voice notes and audio files (OpenAI-compatible
-    `/audio/transcriptions` of `providers.<provider>`)."""
-
-    provider: str = "main"
-    model: str = "whisper-1"
-
-
 class HermesConfig(ConfigModel):
     """The whole `config.yaml`."""
 
@@ -303,6 +296,7 @@ class HermesConfig(ConfigModel):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     stt: SttConfig = Field(default_factory=SttConfig)
+    tts: TtsConfig = Field(default_factory=TtsConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     storage: StorageConfig = Field(default_factory=StorageConfig)
 

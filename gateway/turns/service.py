@@ -26,6 +26,7 @@ from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
 from gateway.logging import bind_context
 from gateway.media import MediaReader
+from gateway.media.replies import VoiceReplies
 from gateway.metrics import GatewayMetrics
 from gateway.sessions.inbox import event_keys
 from gateway.sessions.worker import MERGE_REASON
@@ -72,9 +73,11 @@ class TurnService:
         settings: TurnSettings = TurnSettings(),
         metrics: GatewayMetrics | None = None,
         media: MediaReader | None = None,
+        voice: VoiceReplies | None = None,
     ) -> None:
         self._store = store
         self._media = media or MediaReader()
+        self._voice = voice
         self._delivery = delivery
         self.sessions = sessions
         self._agents = agents
@@ -167,11 +170,12 @@ class TurnService:
         fresh = [ev for ev in events if not _is_rerun(ev)]
         sid = session.id
         images: list[dict[str, Any]] = []
+        spoke = False
         if fresh:  # stored, and the events' durable hold let go, in one transaction
             understood = await self._media.read(fresh)
             for note in understood.notices:
                 await self._delivery.notify(target, note)
-            images = understood.parts
+            images, spoke = understood.parts, understood.spoke
             sid, _ = await self._store.append_live(sid, [understood.message],
                                                    release=event_keys(fresh))
         session, history = await self._store.live_history(sid)
@@ -182,11 +186,12 @@ class TurnService:
                                                       *images]}
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
-            return await self._run_agent(session, history, target, interrupt, key=key)
+            return await self._run_agent(session, history, target, interrupt, key=key,
+                                         spoke=spoke)
 
     async def _run_agent(self, session: Session, history: list[dict[str, Any]],
                          target: ReplyTarget, interrupt: InterruptSignal,
-                         key: str) -> list[MessageEvent]:
+                         key: str, spoke: bool = False) -> list[MessageEvent]:
         await self._delivery.wait_earlier_finals(target)  # answers keep their order
         consumer = self._delivery.begin(target)
         typing = self._delivery.typing_loop(target)
@@ -221,7 +226,8 @@ class TurnService:
                         continue
                 outcome = ("ok" if isinstance(terminal, ae.Final) else "interrupted"
                            if isinstance(terminal, ae.Interrupted) else "error")
-                await self._finish(session, terminal, shown, consumer, target, final)
+                await self._finish(session, terminal, shown, consumer, target, final,
+                                   spoke=spoke)
                 break
         except Exception:
             outcome = "error"  # a crash, logged by `run_turn`; not an interrupt
@@ -317,10 +323,15 @@ class TurnService:
 
     async def _finish(self, session: Session, terminal: Terminal, shown: TurnTranscript,
                       consumer: StreamConsumer | None, target: ReplyTarget,
-                      final: PreparedFinal | None) -> None:
+                      final: PreparedFinal | None, *, spoke: bool = False) -> None:
         if isinstance(terminal, ae.Final):
             if final is not None:  # always recorded by `_store_terminal`
-                await self._delivery.send_final(final, consumer)
+                sent = await self._delivery.send_final(final, consumer)
+                # The user spoke: the reply is said too, after its text (only when that
+                # went out now; a text retried later would come after its voice note).
+                voice = self._voice
+                if sent and voice is not None and voice.wanted(target, spoke=spoke):
+                    await voice.reply(self._delivery, target, final.body)
             return
         if isinstance(terminal, ae.Interrupted):
             await self._close_preview(consumer, shown)
@@ -347,6 +358,7 @@ def build_turns(
     approvals: ApprovalDesk | None = None,
     approval_timeout_s: float = 300.0,
     media: MediaReader | None = None,
+    voice: VoiceReplies | None = None,
 ) -> TurnService:
     """Wire the turn layer from the gateway's parts."""
     builder = AgentBuilder(agents, store, delivery, approvals=approvals,
@@ -357,6 +369,7 @@ def build_turns(
                                  clock=clock),
         agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics),
         compression=compression, settings=settings, metrics=metrics, media=media,
+        voice=voice,
     )
 
 
