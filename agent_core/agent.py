@@ -313,7 +313,21 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         for call in calls:
             yield ToolStarted(call.id, call.name, call.arguments)
-        outcomes = await self._execute(calls, ctx, signal)
+        # Events the tools report while they run (`ctx.emit`) are yielded as they come.
+        reported: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+        batch = asyncio.get_running_loop().create_task(
+            self._execute(calls, ctx, signal), name="tool-batch-run")
+        batch.add_done_callback(lambda _t: reported.put_nowait(None))
+        ctx.emit = reported.put_nowait
+        try:
+            while (item := await reported.get()) is not None:
+                yield item
+            outcomes = batch.result()
+        finally:
+            ctx.emit = _drop_event
+            if not batch.done():
+                batch.cancel()
+                await asyncio.wait({batch})
         by_id = {o.call_id: o for o in outcomes}
         limit = self.config.preview_chars
         for call in calls:
@@ -359,6 +373,10 @@ class Agent:
             waiter.cancel()
             if not task.done():
                 task.cancel()
+
+
+def _drop_event(_event: AgentEvent) -> None:
+    """`ToolContext.emit` outside a tool batch: nobody is listening."""
 
 
 def _error_outcome(call: ToolCall, text: str) -> ToolOutcome:
