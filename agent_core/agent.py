@@ -77,6 +77,9 @@ class AgentConfig:
     retry_after_cap_s: float = 60.0
     tool_interrupt_grace_s: float = 3.0
     preview_chars: int = 200
+    #: False: the model's text is not yielded as `TextDelta`/`ReasoningDelta` (only the
+    #: terminal event carries it; an interrupted call keeps no partial text). For subagents.
+    text_deltas: bool = True
 
 
 def _preview(text: str, limit: int) -> str:
@@ -133,6 +136,7 @@ class Agent:
             router,
             CallPolicy(self.config.backoff_base_s, self.config.backoff_max_s,
                        self.config.retry_after_cap_s),
+            deltas=self.config.text_deltas,
         )
         self._schemas: list[dict[str, Any]] | None = None
         self._signal: InterruptSignal | None = None

@@ -261,12 +261,17 @@ class Delegator:
             for i, task in enumerate(tasks, start=1)
         ]
         try:
-            return list(await asyncio.gather(*jobs))
+            results = list(await asyncio.gather(*jobs))
         except BaseException:
             for job in jobs:
                 job.cancel()
             await asyncio.gather(*jobs, return_exceptions=True)
             raise
+        log.info("subagents_finished", tasks=len(results),
+                 statuses=[r.status for r in results],
+                 model_calls=sum(r.model_calls for r in results),
+                 duration_s=round(max(r.duration_s for r in results), 3))
+        return results
 
     async def _one(self, index: int, task: Subtask, parent: ToolContext,
                    board: _Board) -> SubtaskResult:
@@ -291,17 +296,18 @@ class Delegator:
                     note=f"it did not finish within {self.limits.timeout_s:g} s and was "
                          "stopped, so there is no report")
             except Exception as exc:  # noqa: BLE001 - one child's failure is its result
-                log.warning("subagent_failed", task_index=index, error_type=type(exc).__name__)
+                log.warning("subagent_crashed", task_index=index, error_type=type(exc).__name__,
+                            exc_info=exc)
                 result = SubtaskResult(index, task.goal, "failed",
                                        note=f"internal error ({type(exc).__name__})")
             finally:
                 unlink()
                 board.finish()
-            took = time.monotonic() - started
-            log.info("subagent_finished", task_index=index, status=result.status,
-                     model_calls=calls[0], duration_s=round(took, 3))
+            if result.status in ("failed", "timed_out"):
+                log.warning("subagent_failed", task_index=index, status=result.status,
+                            model_calls=calls[0])
             return dataclasses.replace(result, model_calls=max(result.model_calls, calls[0]),
-                                       duration_s=took)
+                                       duration_s=time.monotonic() - started)
 
     async def _drive(self, index: int, task: Subtask, parent: ToolContext,
                      signal: InterruptSignal, calls: list[int]) -> SubtaskResult:

@@ -208,6 +208,7 @@ class AgentFactory:
                     max_iterations: int) -> Agent:
         """A subagent of a turn (`agent_core.delegation.ChildFactory`): the same model and
         providers, `tools` and `context` as the delegator narrowed them, its own budget."""
-        config = dataclasses.replace(self._agent_config, max_iterations=max_iterations)
+        config = dataclasses.replace(self._agent_config, max_iterations=max_iterations,
+                                     text_deltas=False)  # nobody sees a subagent's stream
         return Agent(self.router, tools, system_prompt, config=config,
                      context_factory=lambda: context)
