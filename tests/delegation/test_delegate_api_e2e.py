@@ -76,7 +76,7 @@ async def test_a_fourth_task_waits_for_a_free_slot(tmp_path: Path,
     fleet.hold()
     async with api_client(tmp_path, model) as (_, client):
         reply = asyncio.create_task(ask(client, "four things"))
-        await until(lambda: len(fleet.requests) == 3, "three subagent requests")
+        await until(lambda: len(fleet.requests) >= 3, "three subagent requests")
         await asyncio.sleep(0.5)
         assert len(fleet.requests) == 3  # the 4th waits: 3 run at once
         first = fleet.requests[0]

@@ -181,7 +181,10 @@ async def test_events_a_tool_reports_reach_the_turn_while_it_runs(
 
     async def busy(args: _NoArgs, ctx: ToolContext) -> str:
         ctx.emit(progress)
-        await release.wait()
+        try:  # released once the turn's consumer saw the event
+            await asyncio.wait_for(release.wait(), 5)
+        except TimeoutError:
+            return "nobody saw the progress event"
         return "done"
 
     registry = ToolRegistry([Tool("busy", "reports progress", _NoArgs, busy)])
