@@ -13,10 +13,12 @@ the parent gets back only its final reply, cut to `max_summary_chars`, never its
 
 What a child may do is the parent's, never more: its tools are the parent's frozen selection
 minus `BLOCKED_TOOLS` (a call to one of them is refused with a clear result), and its tool
-context is the parent's with the ways to reach the user removed (no `clarify`, no messages,
-no approvals: a dangerous command is refused) and no memory folders. It acts for the same
-principal, in the same workspace. `depth` is 1 in a child, and `delegate_task` refuses to run
-past depth 0 (`MAX_DEPTH`), a second guard behind the missing tool.
+context holds only what it needs of the parent's, field by field: the same principal,
+workspace, output and attachment folders, skills folder and session search; no memory
+folders, no way to reach the user (no `clarify`, no messages, no approvals: a dangerous
+command is refused), none of the parent session's tool state. `depth` is 1 in a child, and
+`delegate_task` refuses to run past depth 0 (`MAX_DEPTH`), a second guard behind the missing
+tool.
 
 Concurrency: one `Delegator` serves one parent turn and holds the semaphore; at most
 `max_concurrent` children run at once and the others wait for a slot. A session runs one turn
@@ -311,11 +313,19 @@ class Delegator:
 
     async def _drive(self, index: int, task: Subtask, parent: ToolContext,
                      signal: InterruptSignal, calls: list[int]) -> SubtaskResult:
-        context = dataclasses.replace(
-            parent,
-            memory_dir=None, user_dir=None,
+        # Built field by field (an allow-list): a field added to ToolContext later stays off
+        # for subagents until someone decides it is safe to pass on.
+        context = ToolContext(
+            workspace=parent.workspace,
+            output_dir=parent.output_dir,
+            attachments_dir=parent.attachments_dir,
             ports=AgentPorts(search=parent.ports.search),
-            interrupt=signal, extra={}, subagents=None, depth=parent.depth + 1, emit=_drop,
+            interrupt=signal,
+            session_id=parent.session_id,
+            skills_dir=parent.skills_dir,
+            principal=parent.principal,
+            depth=parent.depth + 1,
+            emit=_drop,
         )
         agent = self._factory.build_child(CHILD_SYSTEM_PROMPT, self.child_tools, context,
                                           max_iterations=self.limits.max_iterations)

@@ -107,13 +107,16 @@ async def test_a_child_acts_for_the_same_user_with_less(tmp_path: Path,
     factory = _Factory(_router(model))
     delegator = Delegator(factory, select(_registry(), None), DelegationLimits(max_iterations=7))
     seen: list[object] = []
-    parent = _parent(tmp_path, delegator, emit=seen.append)
+    parent = _parent(tmp_path, delegator, emit=seen.append, extra={"todos": ["parent's"]},
+                     attachments_dir=tmp_path / "chat", skills_dir=tmp_path / "skills")
     [result] = await delegator.run([Subtask("look around", "in the docs folder")], parent)
     assert (result.status, result.summary, result.model_calls) == ("completed", "child report", 1)
     [child] = factory.contexts
     assert (child.workspace, child.principal, child.session_id, child.output_dir,
-            child.skills_dir) == (parent.workspace, parent.principal, parent.session_id,
-                                  parent.output_dir, parent.skills_dir)
+            child.skills_dir, child.attachments_dir) == (
+        parent.workspace, parent.principal, parent.session_id, parent.output_dir,
+        parent.skills_dir, parent.attachments_dir)
+    assert child.extra == {}  # the parent session's tool state (its todo list) stays home
     assert child.ports.search is parent.ports.search
     assert (child.memory_dir, child.user_dir, child.subagents, child.depth) == (None, None,
                                                                                 None, 1)
