@@ -97,14 +97,15 @@ async def test_a_hung_subagent_times_out_with_a_clear_result(tmp_path: Path,
 
     fleet = Children(model, delegate("answer quickly", "this one hangs"),
                      text("One answered, one timed out."), child=child)
-    async with api_client(tmp_path, model, delegation__timeout_s=1) as (_, client):
+    # 4 s: long enough for the quick one on a loaded machine, short enough to wait for.
+    async with api_client(tmp_path, model, delegation__timeout_s=4) as (_, client):
         assert await ask(client, "two things") == "One answered, one timed out."
     assert len(fleet.requests) == 2
     result = tool_results(model.requests[-1])[-1]
     assert result.startswith("delegate_task: 2 subtasks (1 completed, 1 timed out).")
     assert "## Subtask 1 of 2: completed" in result and "quick report" in result
-    assert "## Subtask 2 of 2: timed out after 1 s" in result
-    assert "it did not finish within 1 s and was stopped, so there is no report" in result
+    assert "## Subtask 2 of 2: timed out after 4 s" in result
+    assert "it did not finish within 4 s and was stopped, so there is no report" in result
 
 
 async def test_a_subagent_calling_a_blocked_tool_is_refused(tmp_path: Path,
