@@ -27,6 +27,7 @@ __all__ = [
     "AgentConfig",
     "AuxiliaryConfig",
     "CompressionConfig",
+    "DelegationConfig",
     "GatewayConfig",
     "HealthConfig",
     "HermesConfig",
@@ -251,6 +252,20 @@ class SkillsConfig(ConfigModel):
     prompt. `false`: neither."""
 
 
+class DelegationConfig(ConfigModel):
+    """`delegate_task`: subagents with their own context and budget."""
+
+    max_concurrent: int = Field(default=3, ge=1, le=16)
+    """Subagents of one session running at once; the others wait for a slot."""
+    max_iterations: int = Field(default=50, ge=1)
+    """Model calls each subagent may make (when unset, a set
+    `model.subagent_max_iterations` is used)."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Wall-clock limit of one subagent, from when it starts running."""
+    max_summary_chars: int = Field(default=4000, ge=200, le=50_000)
+    """Longest report of one subagent the main agent gets (head and tail kept)."""
+
+
 class WorkspaceConfig(ConfigModel):
     shared: bool = False
     """`false`: every user has their own workspace folder (the file tools' root); `true`:
@@ -289,6 +304,7 @@ class HermesConfig(ConfigModel):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    delegation: DelegationConfig = Field(default_factory=DelegationConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)

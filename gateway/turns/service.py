@@ -243,7 +243,7 @@ class TurnService:
                 await consumer.stop_streaming()
             # Bookkeeping after the reply: the usage write hands back the guard state the
             # compression check needs (no read of its own, no race with the write).
-            stored = await self._usage.record(session.id, shown.usage)
+            stored = await self._usage.record(session.id, shown.usage, shown.delegated_usage)
             if outcome == "ok" and self._compression is not None:
                 last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
                 await self._compression.after_turn(session.id, last_prompt, stored)
@@ -253,7 +253,8 @@ class TurnService:
             log.info("turn_finished", session_key=key, session_id=session.id, outcome=outcome,
                      duration_s=round(took, 3), model_calls=len(shown.usage),
                      input_tokens=sum(u.prompt_tokens for u in shown.usage),
-                     output_tokens=sum(u.completion_tokens for u in shown.usage))
+                     output_tokens=sum(u.completion_tokens for u in shown.usage),
+                     subagent_calls=len(shown.delegated_usage))
         return leftover
 
     async def _stream(
@@ -278,6 +279,11 @@ class TurnService:
                 shown.reset_segment()
             elif isinstance(ev, ae.Usage):
                 shown.usage.append(ev)
+            elif isinstance(ev, ae.SubagentUsage):
+                shown.delegated_usage.append(ev.usage)
+            elif isinstance(ev, ae.SubtaskProgress):
+                if consumer is not None and progress != "off":
+                    consumer.on_status(_subtasks_line(ev))
             elif isinstance(ev, ae.TERMINAL_EVENTS):
                 terminal = ev
         return terminal
@@ -384,6 +390,18 @@ def _progress_line(policy: str, seen: list[str], name: str) -> str | None:
         return "\n".join(f"🔧 {n}" for n in seen[-5:])
     return None if repeat else f"🔧 {name}…"
 
+
+def _subtasks_line(ev: ae.SubtaskProgress) -> str:
+    """The status line of a running `delegate_task`: "3 subtasks running", then how many
+    wait and are done, as they finish."""
+    if ev.running == 0 and ev.waiting == 0:
+        return f"✅ {ev.total} subtask{'s' if ev.total != 1 else ''} done"
+    parts = [f"{ev.running} subtask{'s' if ev.running != 1 else ''} running"]
+    if ev.waiting:
+        parts.append(f"{ev.waiting} waiting")
+    if ev.done:
+        parts.append(f"{ev.done} of {ev.total} done")
+    return "🔀 " + ", ".join(parts)
 
 
 def _is_rerun(event: MessageEvent) -> bool:
