@@ -71,4 +71,8 @@ async def test_the_user_sees_the_subtasks_progress_in_the_chat(tmp_path: Path,
                                 for m in g.api.bot_messages(g.ada_dm)), "the final reply")
         shown = versions()
     assert not any("subagent text" in v for v in shown)
+    # The preview is plain text: the status line carries no markdown markers.
+    assert any(line.startswith("🔀 3 subtasks running") for v in shown
+               for line in v.splitlines())
+    assert not any("_🔀" in v for v in shown)
     assert [m.text for m in g.api.bot_messages(g.ada_dm)] == ["All three are done."]
