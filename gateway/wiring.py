@@ -59,6 +59,7 @@ from storage.ports import (
     PairingStore,
     Reachability,
     Reports,
+    ReviewLedger,
     SearchIndex,
     SessionReader,
     SessionWriter,
@@ -75,7 +76,7 @@ log = structlog.get_logger("gateway.wiring")
 class GatewayStore(SessionReader, SessionWriter, MessageLog, LiveTranscript, LineageStore,
                    SearchIndex, UsageLedger, GuardStore, LeaseStore, CompactionCommitter,
                    DedupLedger, HeldEvents, PairingStore, Reachability, OutboxLedger,
-                   CursorLedger, Maintenance, ApprovalLedger, Reports, Protocol):
+                   CursorLedger, Maintenance, ApprovalLedger, Reports, ReviewLedger, Protocol):
     """Every storage port the running gateway uses (the state store implements them all).
     Each component below is handed this store but typed with the narrower port it needs."""
 
