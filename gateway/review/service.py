@@ -166,6 +166,9 @@ class ReviewService:
         except asyncio.CancelledError:
             await self._record(job, ReviewResult(status="failed", reason="cancelled"))
             raise
+        except Exception as exc:  # noqa: BLE001 - one review's failure is its record only
+            log.exception("review_crashed", session_id=job.turn.session.id)
+            result = ReviewResult(status="failed", reason=f"internal error: {type(exc).__name__}")
         await self._record(job, result)
 
     async def _agent(self, job: _Job) -> Agent:

@@ -125,11 +125,12 @@ class TurnService:
         target = ReplyTarget.of(last)
         ok, error = True, None
         leftover: list[MessageEvent] = []
+        finished: list[FinishedTurn] = []  # filled when the turn ended with its reply out
         if self._reviews is not None:
             self._reviews.turn_began(key)
         with bind_context(platform=last.platform, session_key=key):
             try:
-                leftover = await self._turn(key, events, target, interrupt)
+                leftover = await self._turn(key, events, target, interrupt, finished)
             except Exception as exc:
                 ok, error = False, type(exc).__name__
                 log.exception("turn_crashed", session_key=key)
@@ -147,6 +148,10 @@ class TurnService:
             finally:
                 for ev in events:
                     await self._delivery.turn_complete(ReplyTarget.of(ev), ok=ok, error=error)
+                if self._reviews is not None and finished:
+                    # Everything of the turn is done and answered: the review only queues
+                    # here and runs on its own pool, never ahead of the reply.
+                    self._reviews.after_turn(finished[0])
         return leftover
 
     async def _release_crashed(self, key: str, events: list[MessageEvent]) -> None:
@@ -166,7 +171,8 @@ class TurnService:
 
     # -- the turn ------------------------------------------------------------------------------
     async def _turn(self, key: str, events: list[MessageEvent], target: ReplyTarget,
-                    interrupt: InterruptSignal) -> list[MessageEvent]:
+                    interrupt: InterruptSignal,
+                    finished: list[FinishedTurn]) -> list[MessageEvent]:
         last = events[-1]
         session, notice = await self.sessions.resolve(key, last)
         if notice:
@@ -198,11 +204,12 @@ class TurnService:
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
             return await self._run_agent(session, history, target, interrupt, key=key,
-                                         spoke=spoke)
+                                         finished=finished, spoke=spoke)
 
     async def _run_agent(self, session: Session, history: list[dict[str, Any]],
                          target: ReplyTarget, interrupt: InterruptSignal,
-                         key: str, spoke: bool = False) -> list[MessageEvent]:
+                         key: str, finished: list[FinishedTurn],
+                         spoke: bool = False) -> list[MessageEvent]:
         await self._delivery.wait_earlier_finals(target)  # answers keep their order
         consumer = self._delivery.begin(target)
         typing = self._delivery.typing_loop(target)
@@ -260,8 +267,7 @@ class TurnService:
                 last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
                 await self._compression.after_turn(session.id, last_prompt, stored)
             if outcome == "ok" and self._reviews is not None and isinstance(terminal, ae.Final):
-                # The reply is out: the review only queues here and runs on its own pool.
-                self._reviews.after_turn(FinishedTurn(
+                finished.append(FinishedTurn(
                     key=key, session=session,
                     principal=self._agents.principal_of(session, target),
                     earlier=prior, turn=[*([user_turn] if user_turn else []),
