@@ -181,7 +181,8 @@ class ReviewService:
         memory_dir, user_dir = spaces.memory_dir(principal), spaces.user_dir(principal)
         skills = ""
         if self._skills_root is not None and "skill_view" in job.tools:
-            skills = await asyncio.to_thread(skills_index, self._skills_root, job.tools)
+            skills = await asyncio.to_thread(  # the index the session itself was shown
+                skills_index, self._skills_root, [t.name for t in turn.tools.tools])
         memory = ""
         if memory_dir is not None and "memory" in job.tools:
             memory = await asyncio.to_thread(

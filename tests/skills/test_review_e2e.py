@@ -91,6 +91,7 @@ async def gateway(home: Path, model: FakeOpenAIServer, **overrides: Any
     model.responder = review
     adapter = ApiAdapter("api", {"host": "127.0.0.1", "port": 0, "api_keys": [KEY]})
     overrides.setdefault("compression__enabled", False)
+    overrides.setdefault("skills__review__enabled", True)  # the harness turns it off
     async with runner_for(home, model, adapters={"api": adapter},
                           auxiliary__model="aux-model", **overrides) as (runner, _):
         client = AsyncOpenAI(base_url=f"http://127.0.0.1:{adapter.port}/v1", api_key=KEY,
@@ -163,6 +164,10 @@ async def test_review_writes_a_skill_and_the_reply_does_not_wait_for_it(
 async def test_a_hostile_skill_from_a_review_is_refused(
     tmp_path: Path, model: FakeOpenAIServer
 ) -> None:
+    known = tmp_path / "skills" / "ops" / "rotate-logs"
+    known.mkdir(parents=True)
+    (known / "SKILL.md").write_text("---\nname: rotate-logs\ndescription: Rotate the app "
+                                    "logs weekly.\n---\n1. Run logrotate.\n")
     async with gateway(tmp_path, model) as (runner, client, review):
         review.scripts.extend([
             tool_calls(call("skill_manage", {"action": "create", "name": "helper",
@@ -171,10 +176,13 @@ async def test_a_hostile_skill_from_a_review_is_refused(
         model.enqueue(five_tool_calls(), text("Done."))
         await ask(client, "set everything up", "s1")
         (record,) = await reviews(runner, 1)
+    # The review is shown the skills already saved (to patch rather than duplicate).
+    assert "- ops/rotate-logs: Rotate the app logs weekly." in review.requests[0].messages[0][
+        "content"]
     refused = tool_results(review.requests[1])[-1]
     assert "Refused" in refused and "Nothing was written" in refused
     assert not (tmp_path / "skills" / "helper").exists()
-    assert not (tmp_path / "skills" / ".audit.jsonl").exists()
+    assert not (tmp_path / "skills" / ".audit.jsonl").exists()  # nothing was written
     assert record.status == "done" and record.skills == ()
 
 
