@@ -246,6 +246,8 @@ class GatewayRunner:
                                    media=self._media, voice=self._voice)
         if parts.compression is not None:
             stack.push_async_callback(_quietly, "compression", parts.compression.close)
+        if parts.reviews is not None:
+            stack.push_async_callback(_quietly, "reviews", parts.reviews.close)
         stack.push_async_callback(_quietly, "delivery", parts.delivery.close)
         stack.push_async_callback(_quietly, "inbound", parts.inbound.close)
         for adapter in adapters.values():

@@ -69,8 +69,11 @@ class ToolContext:
     #: The profile's skills folder (None: skills are off).
     skills_dir: Path | None = None
     #: Who caused this turn, as an opaque label ("<platform>:<user id>"), recorded by tools
-    #: whose writes outlive the turn (skills). None: the operator.
+    #: whose writes outlive the turn (skills, memory). None: the operator.
     principal: str | None = None
+    #: What kind of run makes the calls when it is not the user's own turn ("review": the
+    #: background self-review), recorded with those writes beside the principal.
+    origin: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     #: Runs `delegate_task`'s subagents for this turn (None: the tool is refused).
     subagents: Delegator | None = None

@@ -39,7 +39,9 @@ __all__ = [
     "ModelConfig",
     "PlatformsConfig",
     "ProviderConfig",
+    "ReviewConfig",
     "SessionResetConfig",
+    "SkillsConfig",
     "StorageConfig",
     "StreamingConfig",
     "ToolsConfig",
@@ -245,11 +247,38 @@ class MemoryConfig(ConfigModel):
     user. `USER.md` is always per user and only shown to the agent in direct chats."""
 
 
+class ReviewConfig(ConfigModel):
+    """The background self-review (docs/skills.md#background-self-review)."""
+
+    enabled: bool = True
+    """Review finished turns in the background on the auxiliary model; it may create or
+    patch a skill and add memory entries. `false`: never (per profile)."""
+    min_tool_calls: int = Field(default=5, ge=1)
+    """A turn that made at least this many tool calls is reviewed."""
+    workers: int = Field(default=1, ge=1, le=16)
+    """Reviews running at once (their own pool: compression never waits for them)."""
+    queue_size: int = Field(default=16, ge=1)
+    """Reviews waiting for a worker; one more is skipped (`queue_full`)."""
+    max_iterations: int = Field(default=8, ge=1, le=50)
+    """Model calls one review may make."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """A review running longer is stopped (recorded as failed, `timeout`)."""
+    max_transcript_chars: int = Field(default=16_000, ge=1_000)
+    """How much of the conversation (the reviewed turn first) the review model is shown."""
+    daily_tokens: int = Field(default=500_000, ge=0)
+    """Tokens all reviews of the profile may use per UTC day; past it reviews are skipped
+    (`over_budget`). 0 = no cap."""
+
+
 class SkillsConfig(ConfigModel):
     enabled: bool = True
     """Offer the skills tools (`skills_list`, `skill_view`, `skill_manage`, where the chat's
     toolsets include `skills`) and list the skills of `$HERMES_HOME/skills/` in the system
-    prompt. `false`: neither."""
+    prompt. `false`: neither (and no background review)."""
+    nudge_interval: int = Field(default=10, ge=1)
+    """A conversation is also reviewed once it made this many model calls (iterations of the
+    turn loop, counted per session key since its last review or its own `skill_manage`)."""
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
 
 
 class DelegationConfig(ConfigModel):

@@ -2,8 +2,9 @@
 
 It implements the session manager's `TurnHandler`. Its collaborators each do one job and are
 passed in: `SessionResolver` (which session, the reset policy), `AgentBuilder` (the turn's
-agent and ports), `SteerDesk` (busy mode `steer`), `UsageRecorder` (token counters) and the
-optional `CompressionHook`; `build_turns` wires them from the gateway's parts.
+agent and ports), `SteerDesk` (busy mode `steer`), `UsageRecorder` (token counters), the
+optional `CompressionHook` and the optional `ReviewHook` (background self-review, told after
+the reply is delivered); `build_turns` wires them from the gateway's parts.
 """
 
 from __future__ import annotations
@@ -31,7 +32,13 @@ from gateway.metrics import GatewayMetrics
 from gateway.sessions.inbox import event_keys
 from gateway.sessions.worker import MERGE_REASON
 from gateway.turns.builder import AgentBuilder
-from gateway.turns.ports import CompressionHook, TurnLayerStore, TurnStore
+from gateway.turns.ports import (
+    CompressionHook,
+    FinishedTurn,
+    ReviewHook,
+    TurnLayerStore,
+    TurnStore,
+)
 from gateway.turns.sessions import ResetPolicy, SessionResolver
 from gateway.turns.steering import SteerDesk, Steering
 from gateway.turns.transcript import TurnTranscript
@@ -74,8 +81,10 @@ class TurnService:
         metrics: GatewayMetrics | None = None,
         media: MediaReader | None = None,
         voice: VoiceReplies | None = None,
+        reviews: ReviewHook | None = None,
     ) -> None:
         self._store = store
+        self._reviews = reviews
         self._media = media or MediaReader()
         self._voice = voice
         self._delivery = delivery
@@ -116,9 +125,12 @@ class TurnService:
         target = ReplyTarget.of(last)
         ok, error = True, None
         leftover: list[MessageEvent] = []
+        finished: list[FinishedTurn] = []  # filled when the turn ended with its reply out
+        if self._reviews is not None:
+            self._reviews.turn_began(key)
         with bind_context(platform=last.platform, session_key=key):
             try:
-                leftover = await self._turn(key, events, target, interrupt)
+                leftover = await self._turn(key, events, target, interrupt, finished)
             except Exception as exc:
                 ok, error = False, type(exc).__name__
                 log.exception("turn_crashed", session_key=key)
@@ -136,6 +148,10 @@ class TurnService:
             finally:
                 for ev in events:
                     await self._delivery.turn_complete(ReplyTarget.of(ev), ok=ok, error=error)
+                if self._reviews is not None and finished:
+                    # Everything of the turn is done and answered: the review only queues
+                    # here and runs on its own pool, never ahead of the reply.
+                    self._reviews.after_turn(finished[0])
         return leftover
 
     async def _release_crashed(self, key: str, events: list[MessageEvent]) -> None:
@@ -155,7 +171,8 @@ class TurnService:
 
     # -- the turn ------------------------------------------------------------------------------
     async def _turn(self, key: str, events: list[MessageEvent], target: ReplyTarget,
-                    interrupt: InterruptSignal) -> list[MessageEvent]:
+                    interrupt: InterruptSignal,
+                    finished: list[FinishedTurn]) -> list[MessageEvent]:
         last = events[-1]
         session, notice = await self.sessions.resolve(key, last)
         if notice:
@@ -187,11 +204,12 @@ class TurnService:
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
             return await self._run_agent(session, history, target, interrupt, key=key,
-                                         spoke=spoke)
+                                         finished=finished, spoke=spoke)
 
     async def _run_agent(self, session: Session, history: list[dict[str, Any]],
                          target: ReplyTarget, interrupt: InterruptSignal,
-                         key: str, spoke: bool = False) -> list[MessageEvent]:
+                         key: str, finished: list[FinishedTurn],
+                         spoke: bool = False) -> list[MessageEvent]:
         await self._delivery.wait_earlier_finals(target)  # answers keep their order
         consumer = self._delivery.begin(target)
         typing = self._delivery.typing_loop(target)
@@ -202,6 +220,7 @@ class TurnService:
         tools_seen: list[str] = []
         started = time.monotonic()
         outcome = "interrupted"  # until a terminal event says otherwise
+        terminal: Terminal | None = None
         user_turn: dict[str, Any] | None = history[-1] if history else None
         prior = history[:-1]
         continued = False
@@ -247,6 +266,13 @@ class TurnService:
             if outcome == "ok" and self._compression is not None:
                 last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
                 await self._compression.after_turn(session.id, last_prompt, stored)
+            if outcome == "ok" and self._reviews is not None and isinstance(terminal, ae.Final):
+                finished.append(FinishedTurn(
+                    key=key, session=session,
+                    principal=self._agents.principal_of(session, target),
+                    earlier=prior, turn=[*([user_turn] if user_turn else []),
+                                         *terminal.messages],
+                    tools=self._agents.session_tools(session)))
             took = time.monotonic() - started
             if self._metrics is not None:
                 self._metrics.observe_turn(took, outcome=outcome)
@@ -365,6 +391,7 @@ def build_turns(
     approval_timeout_s: float = 300.0,
     media: MediaReader | None = None,
     voice: VoiceReplies | None = None,
+    reviews: ReviewHook | None = None,
 ) -> TurnService:
     """Wire the turn layer from the gateway's parts."""
     builder = AgentBuilder(agents, store, delivery, approvals=approvals,
@@ -376,6 +403,7 @@ def build_turns(
         agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics),
         compression=compression, settings=settings, metrics=metrics, media=media,
         voice=voice,
+        reviews=reviews,
     )
 
 
