@@ -4,8 +4,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.config.conftest import home_dir
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.supermemory_server import FakeSupermemory
+
+__all__ = ["home_dir", "model", "sm"]
 
 
 @pytest.fixture

@@ -72,7 +72,8 @@ class SupermemorySettings(ProviderSettings):
     @model_validator(mode="after")
     def _key_required(self) -> SupermemorySettings:
         if self.api_key is None or not self.api_key.get_secret_value():
-            raise ValueError("api_key is required (e.g. api_key: ${SUPERMEMORY_API_KEY})")
+            raise ValueError("api_key is required (the Supermemory API key, e.g. "
+                             "\"${SUPERMEMORY_API_KEY}\" set in the profile's .env)")
         return self
 
 
