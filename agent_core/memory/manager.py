@@ -131,7 +131,7 @@ class MemoryManager:
                                          max_chars=self.settings.recall_max_chars)
         if fenced.blocked:
             self.stats["recall_blocked"] += fenced.blocked
-        log.info("memory_recalled", provider=self.name, session_id=scope.session_id,
+        log.debug("memory_recalled", provider=self.name, session_id=scope.session_id,
                  kept=fenced.kept, blocked=fenced.blocked, truncated=fenced.truncated,
                  chars=len(fenced.block))
         return fenced.block

@@ -90,7 +90,7 @@ async def test_groups_are_served_only_with_in_groups(
         assert [s.principal for _, _, s in provider.of("sync")] == ["fake:u1", "fake:u2"]
 
 
-async def test_recall_is_appended_to_the_request_copy_of_a_multimodal_message_too(
+async def test_a_plugin_providers_recall_reaches_the_model_fenced(
     tmp_path: Path, model: FakeOpenAIServer
 ) -> None:
     async with runner_for(tmp_path, model, memory__provider="recorder") as (runner, fake):
