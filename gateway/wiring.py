@@ -33,6 +33,7 @@ from gateway.delivery.stream import StreamSettings
 from gateway.events import Principal
 from gateway.inbound import InboundRouter
 from gateway.media import MediaReader
+from gateway.media.replies import VoiceReplies
 from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
 from gateway.pipeline.authz import AccessPolicy
@@ -151,6 +152,7 @@ def wire(
     metrics: GatewayMetrics,
     clock: Callable[[], float] = time.time,
     media: MediaReader | None = None,
+    voice: VoiceReplies | None = None,
 ) -> GatewayParts:
     """Build the gateway's components for `adapters` over `store`. Raises what the
     compression factory raises for a provider it cannot use (a validated config has none)."""
@@ -189,6 +191,7 @@ def wire(
         compression=compression, metrics=metrics, clock=clock,
         approvals=approvals, approval_timeout_s=config.tools.terminal.approval_timeout_s,
         media=(media or MediaReader()).with_workspace(agents.spaces.workspace),
+        voice=voice,
     )
     inbox = DurableInbox(store, boot_id=boot_id)
     manager = SessionManager(

@@ -7,12 +7,17 @@ run in parallel), runs them, and turns every exception into an error result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.interrupt import InterruptSignal
 from agent_core.ports import AgentPorts
+
+if TYPE_CHECKING:
+    from agent_core.delegation import Delegator
+    from agent_core.events import AgentEvent
 
 __all__ = ["ToolCall", "ToolContext", "ToolOutcome"]
 
@@ -67,3 +72,10 @@ class ToolContext:
     #: whose writes outlive the turn (skills). None: the operator.
     principal: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Runs `delegate_task`'s subagents for this turn (None: the tool is refused).
+    subagents: Delegator | None = None
+    #: 0 for the user's own agent, 1 for a subagent; `delegate_task` refuses past depth 0.
+    depth: int = 0
+    #: Report a progress event while the tool runs (the agent yields it during the batch).
+    #: Cheap, never raises, never blocks; a no-op outside a tool batch.
+    emit: Callable[[AgentEvent], None] = field(default=lambda _event: None, repr=False)

@@ -20,6 +20,7 @@ from gateway.config.errors import Problem
 from gateway.config.mcp import McpServerConfig, valid_server_name
 from gateway.config.memory import MemoryConfig
 from gateway.config.platforms import PlatformsConfig
+from gateway.config.speech import SttConfig, TtsConfig
 from gateway.config.tools import DEFAULT_TOOLSETS, ToolsConfig
 from gateway.ports import ToolProgress
 
@@ -27,6 +28,7 @@ __all__ = [
     "AgentConfig",
     "AuxiliaryConfig",
     "CompressionConfig",
+    "DelegationConfig",
     "GatewayConfig",
     "HealthConfig",
     "HermesConfig",
@@ -245,6 +247,20 @@ class SkillsConfig(ConfigModel):
     prompt. `false`: neither."""
 
 
+class DelegationConfig(ConfigModel):
+    """`delegate_task`: subagents with their own context and budget."""
+
+    max_concurrent: int = Field(default=3, ge=1, le=16)
+    """Subagents of one session running at once; the others wait for a slot."""
+    max_iterations: int = Field(default=50, ge=1)
+    """Model calls each subagent may make (when unset, a set
+    `model.subagent_max_iterations` is used)."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Wall-clock limit of one subagent, from when it starts running."""
+    max_summary_chars: int = Field(default=4000, ge=200, le=50_000)
+    """Longest report of one subagent the main agent gets (head and tail kept)."""
+
+
 class WorkspaceConfig(ConfigModel):
     shared: bool = False
     """`false`: every user has their own workspace folder (the file tools' root); `true`:
@@ -272,14 +288,6 @@ class SecurityConfig(ConfigModel):
     """Start even when `.env` is readable by the group or others (otherwise exit 78)."""
 
 
-class SttConfig(ConfigModel):
-    """Speech-to-text for inbound voice notes and audio files (OpenAI-compatible
-    `/audio/transcriptions` of `providers.<provider>`)."""
-
-    provider: str = "main"
-    model: str = "whisper-1"
-
-
 class HermesConfig(ConfigModel):
     """The whole `config.yaml`."""
 
@@ -291,6 +299,7 @@ class HermesConfig(ConfigModel):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    delegation: DelegationConfig = Field(default_factory=DelegationConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
@@ -298,6 +307,7 @@ class HermesConfig(ConfigModel):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     stt: SttConfig = Field(default_factory=SttConfig)
+    tts: TtsConfig = Field(default_factory=TtsConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     storage: StorageConfig = Field(default_factory=StorageConfig)
 

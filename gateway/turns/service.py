@@ -27,6 +27,7 @@ from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
 from gateway.logging import bind_context
 from gateway.media import MediaReader
+from gateway.media.replies import VoiceReplies
 from gateway.metrics import GatewayMetrics
 from gateway.sessions.inbox import event_keys
 from gateway.sessions.worker import MERGE_REASON
@@ -73,9 +74,11 @@ class TurnService:
         settings: TurnSettings = TurnSettings(),
         metrics: GatewayMetrics | None = None,
         media: MediaReader | None = None,
+        voice: VoiceReplies | None = None,
     ) -> None:
         self._store = store
         self._media = media or MediaReader()
+        self._voice = voice
         self._delivery = delivery
         self.sessions = sessions
         self._agents = agents
@@ -168,11 +171,12 @@ class TurnService:
         fresh = [ev for ev in events if not _is_rerun(ev)]
         sid = session.id
         images: list[dict[str, Any]] = []
+        spoke = False
         if fresh:  # stored, and the events' durable hold let go, in one transaction
             understood = await self._media.read(fresh)
             for note in understood.notices:
                 await self._delivery.notify(target, note)
-            images = understood.parts
+            images, spoke = understood.parts, understood.spoke
             sid, _ = await self._store.append_live(sid, [understood.message],
                                                    release=event_keys(fresh))
         session, history = await self._store.live_history(sid)
@@ -183,11 +187,12 @@ class TurnService:
                                                       *images]}
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
-            return await self._run_agent(session, history, target, interrupt, key=key)
+            return await self._run_agent(session, history, target, interrupt, key=key,
+                                         spoke=spoke)
 
     async def _run_agent(self, session: Session, history: list[dict[str, Any]],
                          target: ReplyTarget, interrupt: InterruptSignal,
-                         key: str) -> list[MessageEvent]:
+                         key: str, spoke: bool = False) -> list[MessageEvent]:
         await self._delivery.wait_earlier_finals(target)  # answers keep their order
         consumer = self._delivery.begin(target)
         typing = self._delivery.typing_loop(target)
@@ -226,7 +231,8 @@ class TurnService:
                            if isinstance(terminal, ae.Interrupted) else "error")
                 if isinstance(terminal, ae.Final):
                     reply = terminal.text
-                await self._finish(session, terminal, shown, consumer, target, final)
+                await self._finish(session, terminal, shown, consumer, target, final,
+                                   spoke=spoke)
                 break
         except Exception:
             outcome = "error"  # a crash, logged by `run_turn`; not an interrupt
@@ -244,7 +250,7 @@ class TurnService:
                 _sync_memory(agent.memory, asked, reply)  # queued; never waits
             # Bookkeeping after the reply: the usage write hands back the guard state the
             # compression check needs (no read of its own, no race with the write).
-            stored = await self._usage.record(session.id, shown.usage)
+            stored = await self._usage.record(session.id, shown.usage, shown.delegated_usage)
             if outcome == "ok" and self._compression is not None:
                 last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
                 await self._compression.after_turn(session.id, last_prompt, stored)
@@ -254,7 +260,8 @@ class TurnService:
             log.info("turn_finished", session_key=key, session_id=session.id, outcome=outcome,
                      duration_s=round(took, 3), model_calls=len(shown.usage),
                      input_tokens=sum(u.prompt_tokens for u in shown.usage),
-                     output_tokens=sum(u.completion_tokens for u in shown.usage))
+                     output_tokens=sum(u.completion_tokens for u in shown.usage),
+                     subagent_calls=len(shown.delegated_usage))
         return leftover
 
     async def _stream(
@@ -279,6 +286,11 @@ class TurnService:
                 shown.reset_segment()
             elif isinstance(ev, ae.Usage):
                 shown.usage.append(ev)
+            elif isinstance(ev, ae.SubagentUsage):
+                shown.delegated_usage.append(ev.usage)
+            elif isinstance(ev, ae.SubtaskProgress):
+                if consumer is not None and progress != "off":
+                    consumer.on_status(_subtasks_line(ev))
             elif isinstance(ev, ae.TERMINAL_EVENTS):
                 terminal = ev
         return terminal
@@ -324,10 +336,15 @@ class TurnService:
 
     async def _finish(self, session: Session, terminal: Terminal, shown: TurnTranscript,
                       consumer: StreamConsumer | None, target: ReplyTarget,
-                      final: PreparedFinal | None) -> None:
+                      final: PreparedFinal | None, *, spoke: bool = False) -> None:
         if isinstance(terminal, ae.Final):
             if final is not None:  # always recorded by `_store_terminal`
-                await self._delivery.send_final(final, consumer)
+                sent = await self._delivery.send_final(final, consumer)
+                # The user spoke: the reply is said too, after its text (only when that
+                # went out now; a text retried later would come after its voice note).
+                voice = self._voice
+                if sent and voice is not None and voice.wanted(target, spoke=spoke):
+                    await voice.reply(self._delivery, target, final.body)
             return
         if isinstance(terminal, ae.Interrupted):
             await self._close_preview(consumer, shown)
@@ -354,6 +371,7 @@ def build_turns(
     approvals: ApprovalDesk | None = None,
     approval_timeout_s: float = 300.0,
     media: MediaReader | None = None,
+    voice: VoiceReplies | None = None,
 ) -> TurnService:
     """Wire the turn layer from the gateway's parts."""
     builder = AgentBuilder(agents, store, delivery, approvals=approvals,
@@ -364,6 +382,7 @@ def build_turns(
                                  clock=clock, memory=agents.memory),
         agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics),
         compression=compression, settings=settings, metrics=metrics, media=media,
+        voice=voice,
     )
 
 
@@ -378,6 +397,18 @@ def _progress_line(policy: str, seen: list[str], name: str) -> str | None:
         return "\n".join(f"🔧 {n}" for n in seen[-5:])
     return None if repeat else f"🔧 {name}…"
 
+
+def _subtasks_line(ev: ae.SubtaskProgress) -> str:
+    """The status line of a running `delegate_task`: "3 subtasks running", then how many
+    wait and are done, as they finish."""
+    if ev.running == 0 and ev.waiting == 0:
+        return f"✅ {ev.total} subtask{'s' if ev.total != 1 else ''} done"
+    parts = [f"{ev.running} subtask{'s' if ev.running != 1 else ''} running"]
+    if ev.waiting:
+        parts.append(f"{ev.waiting} waiting")
+    if ev.done:
+        parts.append(f"{ev.done} of {ev.total} done")
+    return "🔀 " + ", ".join(parts)
 
 
 def _sync_memory(memory: TurnMemory, asked: dict[str, Any] | None, reply: str) -> None:
