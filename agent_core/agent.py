@@ -43,10 +43,12 @@ from agent_core.events import (
     ToolStarted,
 )
 from agent_core.interrupt import InterruptSignal
+from agent_core.memory.manager import TurnMemory
 from agent_core.messages import interrupted_result, repair, to_wire
 from agent_core.provider import ModelResponse, ProviderRouter
 from agent_core.tokens import estimate_messages
 from agent_core.tools.base import ToolCall, ToolContext, ToolOutcome
+from hermes_common.waits import run_unless
 
 __all__ = ["Agent", "AgentConfig", "SUMMARY_REQUEST", "ToolExecutor"]
 
@@ -116,6 +118,10 @@ class Agent:
     `system_prompt` is sent byte-identical on every request until `set_system_prompt` replaces
     it (the caller does that after compression). `config.ephemeral_system_prompt` is appended
     to the system message of each request and never appears in returned messages.
+
+    `memory`: the external memory provider bound to this turn's user. Its recall for a new
+    user message is appended to the request copy of that message only (never to the system
+    prompt, never to the returned messages); `memory.sync` is the caller's to call.
     """
 
     def __init__(
@@ -126,8 +132,10 @@ class Agent:
         *,
         config: AgentConfig | None = None,
         context_factory: Callable[[], ToolContext] | None = None,
+        memory: TurnMemory | None = None,
     ) -> None:
         self.config = config or AgentConfig()
+        self.memory = memory
         self._router = router
         self._tools = tools
         self._system_prompt = system_prompt
@@ -220,6 +228,8 @@ class Agent:
                 if isinstance(user_message, str) else dict(user_message)
             )
         wire = repair(source)
+        if user_message is not None and self.memory is not None:
+            await self._recall(wire, signal)
         added: list[Message] = []
         tools = self._tool_schemas()
         budget = IterationBudget(self.config.max_iterations)
@@ -278,6 +288,22 @@ class Agent:
         final["content"] = result.text
         append(final)
         yield Final(result.text, added, budget.used, budget_exhausted=True)
+
+    async def _recall(self, wire: list[Message], signal: InterruptSignal) -> None:
+        """Append the memory provider's fenced recall to the wire copy of the current user
+        message (bounded by the provider's timeout; an interrupt stops the wait)."""
+        last = wire[-1] if wire else None
+        if self.memory is None or last is None or last.get("role") != "user":
+            return
+        query = _text_of(last.get("content"))
+        finished, block = await run_unless(self.memory.recall(query), signal)
+        if not finished or not block:
+            return
+        content = last.get("content")
+        if isinstance(content, list):
+            last["content"] = [*content, {"type": "text", "text": block}]
+        else:
+            last["content"] = f"{content or ''}\n\n{block}"
 
     async def _model_call(
         self, request: list[Message], tools: list[dict[str, Any]] | None,
@@ -377,6 +403,16 @@ class Agent:
             waiter.cancel()
             if not task.done():
                 task.cancel()
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message's content (the text parts of a multimodal one)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content
+                         if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
 
 
 def _drop_event(_event: AgentEvent) -> None:

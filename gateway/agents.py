@@ -16,7 +16,7 @@ from typing import Any
 
 from agent_core.agent import Agent, AgentConfig, ToolExecutor
 from agent_core.delegation import DelegationLimits, Delegator
-from agent_core.memory import MemoryStore, MemoryTarget
+from agent_core.memory import MemoryStore, MemoryTarget, TurnMemory
 from agent_core.ports import AgentPorts
 from agent_core.prompt import PromptInputs, build_system_prompt_async
 from agent_core.provider import ProviderRouter, ProviderSettings
@@ -27,6 +27,7 @@ from agent_core.tools.registry import Tool, ToolRegistry, default_registry
 from agent_core.tools.toolsets import ToolSelection, ToolSource, select
 from gateway.config.models import HermesConfig, ProviderConfig
 from gateway.events import Principal
+from gateway.memory import GatewayMemory
 from gateway.paths import ProfilePaths
 from gateway.principals import TOOL_OUTPUT, UserSpaces
 from gateway.toolbox import ActingTools, add_acting_tools
@@ -83,10 +84,13 @@ class AgentFactory:
         router: ProviderRouter | None = None,
         tools: Sequence[Tool] = (),
         tool_sources: Sequence[ToolSource] = (),
+        memory: GatewayMemory | None = None,
     ) -> None:
         """`tools` join the built-in ones (e.g. `gateway.web_tools.WebTools.tools`);
-        `tool_sources`: tools that come and go at run time (the MCP servers')."""
+        `tool_sources`: tools that come and go at run time (the MCP servers'); `memory`: the
+        external memory provider (`gateway.memory.build_memory`), closed by `aclose`."""
         self._config = config
+        self.memory = memory
         self._paths = paths
         self.router = router or ProviderRouter(_chain(config))
         self.registry = registry or default_registry()
@@ -121,6 +125,10 @@ class AgentFactory:
         return self._paths.skills if self._config.skills.enabled else None
 
     async def aclose(self) -> None:
+        """Close the memory provider (its queued syncs run first, bounded), then the model
+        clients."""
+        if self.memory is not None:
+            await self.memory.aclose()
         await self.router.aclose()
 
     def selection(self, platform: str | None = None,
@@ -175,11 +183,12 @@ class AgentFactory:
     def build(self, system_prompt: str, *, session_id: str, ports: AgentPorts,
               principal: Principal, extra: dict[str, Any] | None = None,
               attachments_dir: Path | None = None,
-              tools: ToolSelection | None = None) -> Agent:
+              tools: ToolSelection | None = None,
+              memory: TurnMemory | None = None) -> Agent:
         """An agent whose tools act for `principal`: its workspace, its `USER.md` and the
         `MEMORY.md` of `memory.scope`; `attachments_dir` is the chat's attachment cache.
         `tools`: the session's frozen selection (default: the principal's platform's tools
-        now)."""
+        now). `memory`: the external provider bound to the principal (`GatewayMemory`)."""
         spaces = self.spaces
         workspace = spaces.workspace(principal)
         offered = tools if tools is not None else self.selection(principal.platform)
@@ -202,7 +211,7 @@ class AgentFactory:
             )
 
         return Agent(self.router, offered, system_prompt, config=self._agent_config,
-                     context_factory=context)
+                     context_factory=context, memory=memory)
 
     def build_child(self, system_prompt: str, tools: ToolExecutor, context: ToolContext, *,
                     max_iterations: int) -> Agent:

@@ -35,6 +35,7 @@ from gateway.housekeeping import prune_forever
 from gateway.inbound import InboundRouter
 from gateway.media import MediaReader
 from gateway.media.replies import VoiceReplies
+from gateway.memory import MemoryLoadError, build_memory
 from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
 from gateway.ports import BasePlatformAdapter
@@ -241,6 +242,8 @@ class GatewayRunner:
         store = await self._open_storage(stack)
         agents = self._build_agents(stack, await self._start_mcp(stack))
         await agents.acting.probe()
+        if agents.memory is not None:  # bounded; a provider that is down is logged
+            await agents.memory.start()
         adapters = self._build_adapters()
         parts = self._parts = wire(self.config, self.paths, store=store, agents=agents,
                                    adapters=adapters, metrics=self.metrics, clock=self._clock,
@@ -332,8 +335,8 @@ class GatewayRunner:
             stack.push_async_callback(_quietly, "web_tools", web.aclose)
             self._media, self._voice = web.media, web.voice
             agents = AgentFactory(self.config, self.paths, tools=web.tools,
-                                  tool_sources=tool_sources)
-        except KeyError as exc:
+                                  tool_sources=tool_sources, memory=build_memory(self.config))
+        except (KeyError, MemoryLoadError) as exc:
             raise ConfigurationError(str(exc)) from exc
         stack.push_async_callback(_quietly, "agents", agents.aclose)
         return agents

@@ -260,4 +260,4 @@ def _compression(
                                           None, session.chat_type or "dm"), text)
 
     return build_compression(config, store, metrics=metrics, on_status=notify_chat,
-                             prompt_builder=child_prompt)
+                             prompt_builder=child_prompt, memory=agents.memory)

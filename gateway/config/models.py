@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from gateway.config.base import ConfigModel, IdList, OptSecret, SecretList, reveal
 from gateway.config.errors import Problem
 from gateway.config.mcp import McpServerConfig, valid_server_name
+from gateway.config.memory import MemoryConfig
 from gateway.config.platforms import PlatformsConfig
 from gateway.config.speech import SttConfig, TtsConfig
 from gateway.config.tools import DEFAULT_TOOLSETS, ToolsConfig
@@ -241,12 +242,6 @@ class LoggingConfig(ConfigModel):
     file: LogFileConfig = Field(default_factory=LogFileConfig)
 
 
-class MemoryConfig(ConfigModel):
-    scope: Literal["profile", "user"] = "profile"
-    """Whose `MEMORY.md` (the agent's own notes) a turn uses: one per profile, or one per
-    user. `USER.md` is always per user and only shown to the agent in direct chats."""
-
-
 class ReviewConfig(ConfigModel):
     """The background self-review (docs/skills.md#background-self-review)."""
 
@@ -386,6 +381,7 @@ class HermesConfig(ConfigModel):
         out += [t.get_secret_value() for t in (self.gateway.health.token, self.dashboard.token)
                 if t is not None and t.get_secret_value()]
         out += [v for s in self.mcp_servers.values() for v in s.secret_values()]
+        out += self.memory.secret_values()
         dsn = self.storage.dsn_value()
         if dsn:
             out.append(dsn)
@@ -428,5 +424,6 @@ class HermesConfig(ConfigModel):
                                    "of the tool names mcp__<server>__<tool>"))
         if self.storage.backend == "postgres" and not self.storage.dsn_value():
             out.append(Problem("storage.dsn", "required when storage.backend is postgres"))
+        out += self.memory.problems()
         out += self.platforms.problems("platforms")
         return out

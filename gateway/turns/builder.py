@@ -116,8 +116,9 @@ class AgentBuilder:
                     quiet: bool = False) -> Agent:
         """The agent of a turn answering `target.user_id` (the session's owner when the
         target names no user): its tools act for that user, its search sees what that user
-        may see from the target's chat. `quiet`: no `send_message` port (a turn whose
-        output nobody sees)."""
+        may see from the target's chat, its memory provider (if any) recalls that user's
+        memories. `quiet`: no `send_message` port and no memory provider (a turn whose output
+        nobody sees)."""
         extra = self._extras.get(session.id)
         if extra is None:
             extra = self._extras[session.id] = {}
@@ -139,10 +140,12 @@ class AgentBuilder:
         prompt = session.system_prompt or await self._agents.system_prompt(
             audience=audience_of(session), platform=session.source or None,
             chat_id=session.chat_id)
+        memory = self._agents.memory
         return self._agents.build(
             prompt, session_id=session.id, ports=ports, principal=principal, extra=extra,
             attachments_dir=self._agents.spaces.chat_cache(target.adapter, target.chat_id),
-            tools=tools)
+            tools=tools,
+            memory=memory.for_turn(session, principal) if memory and not quiet else None)
 
     async def _ensure_workspace(self, principal: Principal) -> None:
         """Create the user's workspace folder the first time this process needs it."""

@@ -20,6 +20,7 @@ import structlog
 from agent_core import events as ae
 from agent_core.agent import Agent
 from agent_core.interrupt import InterruptSignal
+from agent_core.memory import TurnMemory
 from gateway.agents import AgentFactory
 from gateway.approvals import ApprovalDesk
 from gateway.delivery.service import DeliveryService, PreparedFinal, ReplyTarget
@@ -222,6 +223,8 @@ class TurnService:
         outcome = "interrupted"  # until a terminal event says otherwise
         terminal: Terminal | None = None
         user_turn: dict[str, Any] | None = history[-1] if history else None
+        asked = user_turn  # what the memory provider's sync is given (kept across a continue)
+        reply: str | None = None
         prior = history[:-1]
         continued = False
         try:
@@ -245,6 +248,8 @@ class TurnService:
                         continue
                 outcome = ("ok" if isinstance(terminal, ae.Final) else "interrupted"
                            if isinstance(terminal, ae.Interrupted) else "error")
+                if isinstance(terminal, ae.Final):
+                    reply = terminal.text
                 await self._finish(session, terminal, shown, consumer, target, final,
                                    spoke=spoke)
                 break
@@ -260,6 +265,8 @@ class TurnService:
                 typing.cancel()
             if consumer is not None:
                 await consumer.stop_streaming()
+            if outcome == "ok" and reply is not None and agent.memory is not None:
+                _sync_memory(agent.memory, asked, reply)  # queued; never waits
             # Bookkeeping after the reply: the usage write hands back the guard state the
             # compression check needs (no read of its own, no race with the write).
             stored = await self._usage.record(session.id, shown.usage, shown.delegated_usage)
@@ -399,7 +406,7 @@ def build_turns(
     return TurnService(
         store, delivery,
         sessions=SessionResolver(store, builder, policy=reset, format_hint=format_hint,
-                                 clock=clock),
+                                 clock=clock, memory=agents.memory),
         agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics),
         compression=compression, settings=settings, metrics=metrics, media=media,
         voice=voice,
@@ -430,6 +437,18 @@ def _subtasks_line(ev: ae.SubtaskProgress) -> str:
     if ev.done:
         parts.append(f"{ev.done} of {ev.total} done")
     return "🔀 " + ", ".join(parts)
+
+
+def _sync_memory(memory: TurnMemory, asked: dict[str, Any] | None, reply: str) -> None:
+    """Hand a completed turn (the user's words, the final reply) to the memory provider."""
+    if asked is None or asked.get("role") != "user":
+        return
+    content = asked.get("content")
+    if isinstance(content, list):
+        content = "\n".join(p["text"] for p in content
+                            if isinstance(p, dict) and isinstance(p.get("text"), str))
+    if isinstance(content, str) and content.strip():
+        memory.sync(content, reply)
 
 
 def _is_rerun(event: MessageEvent) -> bool:
