@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import socket
 import time
@@ -40,6 +39,7 @@ from gateway.process import (
     EXIT_FORCED,
     EXIT_STORAGE,
     SHUTDOWN_GRACE_S,
+    detect_ca_bundle,
     hard_exit,
     settle_heap,
     shutdown_deadline,
@@ -47,6 +47,7 @@ from gateway.process import (
 )
 from gateway.recovery import recover_held, recover_unanswered
 from gateway.registry import create_adapter
+from gateway.replicas import ReplicaRuntime
 from gateway.sdnotify import SdNotifier
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
@@ -66,29 +67,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle"]
 
-
 log = structlog.get_logger("gateway.runner")
 
 
 class ConfigurationError(Exception):
     """The configuration cannot run (exit 78: a service manager must not restart)."""
-
-
-def detect_ca_bundle() -> str | None:
-    """Point OpenSSL at certifi's bundle when the system gives none (minimal containers)."""
-    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
-        return os.environ.get("SSL_CERT_FILE")
-    import ssl
-
-    default = ssl.get_default_verify_paths()
-    if default.cafile and os.path.exists(default.cafile):
-        return default.cafile
-    try:
-        import certifi
-    except ImportError:
-        return None
-    os.environ["SSL_CERT_FILE"] = certifi.where()
-    return certifi.where()
 
 
 class GatewayRunner:
@@ -134,6 +117,8 @@ class GatewayRunner:
         #: The MCP servers' connections, when `mcp_servers` names any.
         self.mcp: McpHub | None = None
         self._media: MediaReader | None = None
+        #: This process as a replica (`storage.backend: postgres`), once started.
+        self.replica: ReplicaRuntime | None = None
         self.notifier = SdNotifier.from_env(unset_environment=True)
 
     # -- the parts, once started ---------------------------------------------------------
@@ -253,6 +238,7 @@ class GatewayRunner:
                 log.warning("commands_menu_failed", adapter=adapter.name,
                             error=type(exc).__name__)
         await parts.delivery.load_unreachable()
+        self.replica = await self._start_replica(stack, parts)
         self.paths.cache.mkdir(parents=True, exist_ok=True)
         stack.push_async_callback(_quietly, "adapters", parts.supervisor.stop)
         await parts.supervisor.start()
@@ -263,6 +249,8 @@ class GatewayRunner:
             return
         await self._recover(parts)
         await parts.manager.open_intake()  # events that arrived meanwhile, after recovered work
+        if self.replica is not None:
+            self.replica.run_duties()
         self.notifier.ready(f"{len(adapters)} adapter(s) connected")
         self._start_duties(stack, parts)
 
@@ -280,6 +268,8 @@ class GatewayRunner:
 
         lock = await asyncio.to_thread(instance.acquire, self.paths.root, replace=self._replace)
         stack.callback(_release, "instance", lock)
+        if self.config.storage.backend == "postgres":
+            return  # replicas share bot tokens; one poller per token is a leader lease
         for name, settings in self.config.platforms.enabled_blocks().items():
             credential = settings.credential()
             if credential:
@@ -302,6 +292,19 @@ class GatewayRunner:
         the gateway with a fresh connection (never a zombie that accepts and loses events)."""
         log.error("storage_writer_stopped", error=type(exc).__name__, exit_code=EXIT_STORAGE)
         self.request_stop(EXIT_STORAGE)
+
+    async def _start_replica(self, stack: AsyncExitStack,
+                             parts: GatewayParts) -> ReplicaRuntime | None:
+        """With `storage.backend: postgres` this process is a replica (docs/scale-out.md)."""
+        if parts.replicas is None:
+            return None
+        runtime = ReplicaRuntime(parts.store, parts.replicas, parts.manager,
+                                 self.config.gateway.replicas, home=str(self.paths.root),
+                                 retire_same_home=self._take_locks, leaders=parts.leaders,
+                                 on_retired=lambda: self.request_stop(1), clock=self._clock)
+        stack.push_async_callback(_quietly, "replica", runtime.stop)
+        await runtime.start()
+        return runtime
 
     async def _start_mcp(self, stack: AsyncExitStack) -> list[ToolSource]:
         """The MCP servers of `mcp_servers` (none: the SDK is not even imported). Start-up
@@ -430,7 +433,7 @@ class GatewayRunner:
         last_ok = time.monotonic()
         while True:
             await asyncio.sleep(min(10.0, max(window / 10, 0.05)))
-            if any(st.state == "connected" for st in supervisor.snapshot()):
+            if any(st.serving for st in supervisor.snapshot()):
                 last_ok = time.monotonic()
             elif time.monotonic() - last_ok >= window:
                 log.error("no_adapter_connected", seconds=round(window),
@@ -440,10 +443,13 @@ class GatewayRunner:
 
     async def _recover(self, parts: GatewayParts) -> None:
         resent, expired = await parts.delivery.recover()
-        rerun = await recover_unanswered(parts.store, parts.manager, parts.delivery,
-                                         adapters=parts.adapters, now=self._clock())
-        held = await recover_held(parts.inbox, parts.manager, parts.delivery,
-                                  adapters=parts.adapters, now=self._clock())
+        if self.replica is not None:  # sessions no live replica owns (docs/scale-out.md)
+            rerun, held = 0, await self.replica.recover()
+        else:
+            rerun = await recover_unanswered(parts.store, parts.manager, parts.delivery,
+                                             adapters=parts.adapters, now=self._clock())
+            held = await recover_held(parts.inbox, parts.manager, parts.delivery,
+                                      adapters=parts.adapters, now=self._clock())
         log.info("gateway_ready", adapters=sorted(parts.adapters), resent=resent,
                  expired=expired, rerun=rerun, requeued=held, parked=parts.manager.parked_count,
                  boot_id=parts.inbox.boot_id, host=socket.gethostname(),

@@ -24,6 +24,7 @@ from storage.ports import (
     OutboxLedger,
     PairingStore,
     Reachability,
+    ReplicaLedger,
     Reports,
     SearchIndex,
     SessionReader,
@@ -41,7 +42,7 @@ class AnyStore(SessionReader, SessionWriter, MessageLog, LiveTranscript, Lineage
                SearchIndex, UsageLedger, GuardStore, LeaseStore, CompactionCommitter,
                DedupLedger, HeldEvents, PairingStore, Reachability, OutboxLedger,
                CursorLedger, Maintenance, StoreLifecycle, ApprovalLedger, Reports,
-               Protocol):
+               ReplicaLedger, Protocol):
     """Every port: what either backend's store is."""
 
 

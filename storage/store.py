@@ -21,6 +21,7 @@ from storage.live import LiveMixin
 from storage.messages import APPEND_KEY, MessagesMixin, append_merged
 from storage.ops import OpsMixin
 from storage.pairing import PairingMixin
+from storage.replicas import ReplicasMixin
 from storage.reports import ReportsMixin
 from storage.search import SearchMixin
 from storage.sessions import SessionsMixin
@@ -45,6 +46,7 @@ class StateStore(
     ApprovalsMixin,
     ReportsMixin,
     OpsMixin,
+    ReplicasMixin,
     SqliteBase,
 ):
     """Async repository over one SQLite file.
@@ -121,5 +123,6 @@ if TYPE_CHECKING:  # the type checker proves `StateStore` implements every stora
             ports.LeaseStore, ports.CompactionCommitter, ports.DedupLedger, ports.HeldEvents,
             ports.OutboxLedger, ports.Reachability, ports.CursorLedger, ports.PairingStore,
             ports.Maintenance, ports.StoreLifecycle, ports.ApprovalLedger, ports.Reports,
-        ] = (store,) * 20
+            ports.ReplicaLedger,
+        ] = (store,) * 21
         del checks

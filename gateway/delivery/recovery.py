@@ -21,7 +21,7 @@ from gateway.ports import DeliveryRef
 if TYPE_CHECKING:
     from gateway.delivery.service import DeliveryService
 
-__all__ = ["recover_outbox"]
+__all__ = ["recover_outbox", "resend_claimed"]
 
 log = structlog.get_logger("gateway.delivery")
 
@@ -31,7 +31,12 @@ async def recover_outbox(svc: DeliveryService) -> tuple[int, int]:
     mark older ones expired. Returns (resent, expired). Only finals an earlier process
     recorded are taken (claimed for this boot in one transaction): one recorded by this
     process is being sent by its own turn."""
-    pending = await svc._ledger.outbox_claim_undelivered(svc.boot_id)
+    return await resend_claimed(svc, await svc._ledger.outbox_claim_undelivered(svc.boot_id))
+
+
+async def resend_claimed(svc: DeliveryService, pending: list[Any]) -> tuple[int, int]:
+    """Finish finals this boot has just claimed from another (start-up recovery, or a
+    replica taking a session over): the same rules as `recover_outbox`."""
     now = svc._clock()
     old = [p.id for p in pending if now - p.created_at > RECOVERY_MAX_AGE_S]
     if old:
@@ -52,6 +57,7 @@ async def recover_outbox(svc: DeliveryService) -> tuple[int, int]:
         await svc.resend(item.id, target, marker=RECOVERED_MARKER)
         resent += 1
     return resent, len(old)
+
 
 async def _found_delivered(svc: DeliveryService, item: Any, target: ReplyTarget) -> bool:
     """A final sent just before the crash, before its row was marked: where the platform
@@ -75,6 +81,7 @@ async def _found_delivered(svc: DeliveryService, item: Any, target: ReplyTarget)
     log.info("final_found_delivered", adapter=target.adapter, outbox_id=item.id)
     await svc._delivered(PreparedFinal(target, item.id, item.text, ()), ids, 0)
     return True
+
 
 async def _recover_attachments(svc: DeliveryService, item: Any, target: ReplyTarget) -> None:
     files = tuple(OutboundAttachment(**a) for a in item.attachments or ())
