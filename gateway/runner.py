@@ -51,7 +51,7 @@ from gateway.replicas import ReplicaRuntime
 from gateway.sdnotify import SdNotifier
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
-from gateway.status import compression_status, sessions_status
+from gateway.status import compression_status, replicas_status, sessions_status
 from gateway.supervisor import AdapterSupervisor
 from gateway.turns import TurnService
 from gateway.watchdog import LoopWatchdog
@@ -376,8 +376,8 @@ class GatewayRunner:
             supervisor=parts.supervisor, metrics=self.metrics, storage_probe=storage_ok,
             host=hc.host, port=port, ephemeral=self._health_port == 0,
             status_providers={"sessions": sessions_status(parts, expose_ids=hc.expose_ids),
-                              "compression": compression_status(parts,
-                                                                expose_ids=hc.expose_ids),
+                              "compression": compression_status(parts, expose_ids=hc.expose_ids),
+                              "replicas": replicas_status(self.replica, clock=self._clock),
                               **({"mcp": self.mcp.status} if self.mcp is not None else {})},
             watchdog=watchdog, version=_version(),
             token=hc.token.get_secret_value() if hc.token is not None else None)
@@ -394,7 +394,7 @@ class GatewayRunner:
             return
         from gateway.dashboard.wire import dashboard_for
 
-        self.dashboard = dashboard_for(dc, parts, _version(),
+        self.dashboard = dashboard_for(dc, parts, _version(), replicas=self.replica,
                                        port=0 if self._health_port == 0 else None)
         try:
             await self.dashboard.start()

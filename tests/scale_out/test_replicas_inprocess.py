@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import aiohttp
+
 from adapters.fake import FakeAdapter
 from storage.postgres import PostgresStore
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, text
@@ -29,8 +31,8 @@ async def test_an_event_on_the_other_replica_is_answered_once_by_the_owner(
         tmp_path: Path, model: FakeOpenAIServer, pg_dsn: str) -> None:
     await reset(pg_dsn)
     fa, fb = FakeAdapter("fake"), FakeAdapter("fake")
-    async with runner_for(tmp_path / "a", model, adapters={"fake": fa},
-                          storage__dsn=pg_dsn, **REPLICAS) as (ra, _), \
+    async with runner_for(tmp_path / "a", model, adapters={"fake": fa}, storage__dsn=pg_dsn,
+                          dashboard__enabled=True, **REPLICAS) as (ra, _), \
             runner_for(tmp_path / "b", model, adapters={"fake": fb},
                        storage__dsn=pg_dsn, **REPLICAS) as (rb, _):
         assert ra.replica is not None and rb.replica is not None
@@ -48,10 +50,21 @@ async def test_an_event_on_the_other_replica_is_answered_once_by_the_owner(
         assert _answers(fa) == ["echo: one", "echo: two", "echo: three"]
         assert not rb.replica.sessions.owns("fake:dm:c1")
         assert len([r for r in model.requests]) == 3  # each message reached the model once
-        replicas = await ra.replica.replica_set()
-        assert {r.id for r in replicas if r.live} == {ra.replica.replica_id,
-                                                      rb.replica.replica_id}
-        assert next(r for r in replicas if r.id == ra.replica.replica_id).sessions == 1
+        # /status and the dashboard show the replica set: both live, a owns the session
+        assert ra.health is not None and ra.dashboard is not None
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://127.0.0.1:{ra.health.port}/status") as resp:
+                status = (await resp.json())["replicas"]
+            async with http.get(ra.dashboard.url + "fragment/overview") as resp:
+                overview = await resp.text()
+        assert status["enabled"] and status["this"] == ra.replica.replica_id
+        rows = {r["id"]: r for r in status["replicas"]}
+        assert set(rows) == {ra.replica.replica_id, rb.replica.replica_id}
+        assert rows[ra.replica.replica_id]["sessions"] == 1
+        assert rows[rb.replica.replica_id]["sessions"] == 0
+        assert all(r["live"] and r["heartbeat_age_s"] < 3 for r in rows.values())
+        assert "Replicas" in overview and f"{ra.replica.replica_id} (this one)" in overview
+        assert rb.replica.replica_id in overview
         # a stops cleanly: its lease is released, so b takes the next message at once
         await ra.shutdown()
         await fb.inject("four")
