@@ -221,7 +221,7 @@ def wire(
         store=store, adapters=adapters, delivery=delivery, manager=manager, commands=commands,
         command_services=services, policy=policy, require_mention=require_mention,
         group_sessions_per_user=gw.group_sessions_per_user, group_commands=gw.group_commands,
-        spaces=agents.spaces, boot_id=boot_id,
+        spaces=agents.spaces, boot_id=boot_id, shield_intake=replicated,
     )
     leaders = (LeaderGates(store, boot_id, adapters, lease_s=gw.replicas.lease_s)
                if replicated else None)

@@ -254,6 +254,18 @@ class LedgersMixin(StoreBase):
 
         return await self._write(op)
 
+    async def outbox_unclaim(self, outbox_id: int, claimer: str) -> bool:
+        """Let go of `claimer`'s claim on a recorded final it will not send (its turn lost
+        the session): whoever takes the session over sends it."""
+
+        async def op(conn: Conn) -> bool:
+            cur = await conn.execute(
+                "UPDATE outbox SET claimed_by = NULL WHERE id = ? AND claimed_by = ?"
+                " AND state IN ('pending', 'sent')", (outbox_id, claimer))
+            return cur.rowcount == 1
+
+        return await self._write(op)
+
     async def outbox_claim_for_key(self, claimer: str, session_key: str) -> list[OutboxItem]:
         """Claim for `claimer` the pending/sent entries of the sessions routed by
         `session_key` that another replica recorded (the session was taken over from it),

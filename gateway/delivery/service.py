@@ -30,7 +30,6 @@ from hermes_common.backoff import Backoff
 from hermes_common.redact import redact
 from hermes_common.text import extract_media
 from storage.ports import OutboxLedger, Reachability
-from storage.types import OutboxItem
 
 __all__ = ["DeliveryLedger", "DeliveryService", "PreparedFinal", "ReplyTarget", "RECOVERED_MARKER"]
 
@@ -491,12 +490,6 @@ class DeliveryService:
         from gateway.delivery.recovery import recover_outbox  # it builds on this module
 
         return await recover_outbox(self)
-
-    async def recover_claimed(self, items: list[OutboxItem]) -> tuple[int, int]:
-        """Finish finals claimed from another replica (a session taken over), like `recover`."""
-        from gateway.delivery.recovery import resend_claimed
-
-        return await resend_claimed(self, items)
 
     async def close(self) -> None:
         """Cancel pending retries and typing loops, close the budgets. Pending finals stay in

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
+from gateway.delivery.recovery import resend_claimed
 from gateway.delivery.service import DeliveryService
 from gateway.events import MessageEvent
 from gateway.ports import BasePlatformAdapter
@@ -97,7 +98,7 @@ class ReplicaSessions:
         try:
             items = await self._store.outbox_claim_for_key(self.replica_id, key)
             if items:
-                await self._delivery.recover_claimed(items)
+                await resend_claimed(self._delivery, items)
             session = await self._store.find_by_session_key(key)
             rerun = False
             if session is not None:
@@ -137,5 +138,5 @@ class ReplicaSessions:
         if bad:
             log.warning("held_events_unreadable", count=len(bad))
             await self._store.inbound_release(bad)
-        return Claimed(held=adm.held, owned=True, takeover=adm.lease.takeover,
-                       owner=self.replica_id, events=events)
+        return Claimed(held=adm.held, owned=True, fresh=adm.lease.fresh,
+                       takeover=adm.lease.takeover, owner=self.replica_id, events=events)

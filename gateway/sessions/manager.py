@@ -76,6 +76,7 @@ class SessionManager:
         self._ownership = ownership
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._volatile: set[str] = set()  # event ids answered without a hold (replicas)
         self.busy_mode: BusyMode = busy_mode
         self._mailbox_size = mailbox_size
         self._idle = idle_timeout_s
@@ -178,9 +179,12 @@ class SessionManager:
             try:
                 got = await own.admit(key, event, take=take)
             except Exception as exc:  # noqa: BLE001 - answered here, not durably
+                # As one gateway does when its hold fails: answered from memory. Not in any
+                # line, so no other replica has it; its turn may run without a lease.
                 log.warning("inbound_hold_failed", session_key=key, error=type(exc).__name__)
                 if self._closing:
                     return "closing"
+                self._volatile.add(event.event_id)
                 return await self._accept(key, event)
             if not got.held:
                 log.info("inbound_already_taken", session_key=key)
@@ -211,6 +215,13 @@ class SessionManager:
 
     async def _deliver_claimed(self, key: str, got: Claimed, own: SessionOwnership,
                                live: MessageEvent | None) -> str:
+        stale = self._workers.get(key) if got.fresh else None
+        if stale is not None:
+            # Taken again after this replica had lost it: the line holds everything, so what
+            # the worker still queued from before would run twice; a turn still running
+            # under the old token is fenced off.
+            stale.clear()
+            stale.interrupt("the session's lease was taken again")
         if got.takeover:
             await own.recover(key, self)
         outcome = "queued"
@@ -262,7 +273,9 @@ class SessionManager:
         events stay held; the new owner claims them)."""
         assert self._ownership is not None
         fence = self._ownership.fence_for(key)
-        if fence is None:
+        volatile = [e for e in events if e.event_id in self._volatile]
+        self._volatile.difference_update(e.event_id for e in volatile)
+        if fence is None and len(volatile) < len(events):
             log.warning("turn_skipped_not_owner", session_key=key, events=len(events))
             return []
         with fenced(fence):

@@ -28,11 +28,13 @@ class Claimed:
     """An admission or take. `held`: the event (for `admit`) is in its session's line.
     `owned`: this replica holds the session now; then `events` are the line's events it
     claimed, in order, each with `recovered` (another replica had it before: queue it
-    without the busy policy). `takeover`: the lease was taken from a replica that did not
+    without the busy policy). `fresh`: the lease was taken now, not kept (the line then
+    includes events this replica had claimed before). `takeover`: the lease was taken from a replica that did not
     release it, whose unfinished work must be recovered first. `owner`: the live holder."""
 
     held: bool = True
     owned: bool = False
+    fresh: bool = False
     takeover: bool = False
     owner: str | None = None
     events: list[tuple[MessageEvent, bool]] = field(default_factory=list)

@@ -21,6 +21,7 @@ from agent_core.agent import Agent
 from agent_core.interrupt import InterruptSignal
 from gateway.agents import AgentFactory
 from gateway.approvals import ApprovalDesk
+from gateway.delivery.recovery import abandon_final
 from gateway.delivery.service import DeliveryService, PreparedFinal, ReplyTarget
 from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
@@ -308,8 +309,13 @@ class TurnService:
             messages = [m for m in messages if m.get("finish_reason") != "interrupted"]
         if messages:
             taken = steering.taken
-            sid, _ = await self._store.append_live(
-                session.id, messages, release=event_keys(taken))
+            try:
+                sid, _ = await self._store.append_live(
+                    session.id, messages, release=event_keys(taken))
+            except FenceRejected:
+                if final is not None:  # recorded in time, never to be sent from here
+                    await abandon_final(self._delivery, final)
+                raise
             steering.released = len(taken)
             if sid != session.id:
                 session = await self._store.get_session(sid) or session

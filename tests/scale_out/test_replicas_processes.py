@@ -164,27 +164,32 @@ async def test_kill9_of_the_owner_of_busy_sessions_loses_nothing(
         chats = {telegram.private_chat(u): u for u in USERS[:2]}
         want: dict[str, list[str]] = {c: [] for c in chats}
 
-        def send(i: int) -> None:
+        def send(i: int, only: str | None = None) -> None:
             for chat, uid in chats.items():
+                if only is not None and chat != only:
+                    continue
                 text = f"u{uid} m{i}"
                 want[chat].append(text)
                 telegram.send_user(chat, text, user=_user(uid))
 
         send(0)
         await until(lambda: len(model.requests) >= 2, "both turns at the model", timeout=30)
-        owner = await rs.owner_of(f"%{USERS[0]}%")
+        owner = await rs.owner_of(f"%:{USERS[0]}")
         assert owner is not None, rs.logs()
-        send(1)  # queued behind the running turns (on whichever replica they land)
+        # the second chat gets more, queued behind its running turn; the first gets nothing
+        # more: its message is answered only if the takeover re-runs the killed turn
+        second = telegram.private_chat(USERS[1])
+        send(1, only=second)
         await until(lambda: not telegram.pending, "the updates delivered", timeout=30)
         rs.kill9(owner)  # mid-turn, with events waiting in its sessions' lines
         await rs.wait(owner)
-        send(2)
+        send(2, only=second)
         await _all_answered(telegram, rs, want, timeout=60)
         for chat in chats:
             assert answered(telegram, chat) == want[chat], (
                 "\n".join(repr(m.text) for m in telegram.bot_messages(chat)))
         survivor = next(r for r in rs.replicas if r is not owner)
-        assert await rs.owner_of(f"%{USERS[0]}%") in (survivor, None)
+        assert await rs.owner_of(f"%:{USERS[0]}") in (survivor, None)
         held = await rs.query("SELECT COUNT(*) AS n FROM inbound_events WHERE held IS NOT NULL")
         assert held[0]["n"] == 0
 
@@ -201,6 +206,8 @@ async def test_kill9_of_the_polling_leader_hands_polling_over(
             want = {chat: ["first"]}
             telegram.send_user(chat, "first", user=_user(USERS[0]))
             await _all_answered(telegram, rs, want)
+            await asyncio.sleep(3)  # both replicas up for a while: still one poller
+            assert telegram.superseded == 0  # no long poll was cut short by a second poller
             leader = await rs.leader_of("telegram:%")
             assert leader is not None, rs.logs()
             rs.kill9(leader)

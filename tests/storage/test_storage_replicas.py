@@ -176,3 +176,20 @@ async def test_leader_lease_is_exclusive_and_taken_over_after_expiry(
     assert not await store.leader_release("telegram:x", "ra", 1)
     assert await store.leader_release("telegram:x", "rb", 2)
     assert await store.leader_of("telegram:x") is None
+
+
+async def test_a_final_let_go_by_a_fenced_turn_is_taken_by_the_next_owner(
+        store: StateStore) -> None:
+    """A turn recorded its reply, then lost the session before storing its messages: it
+    lets go of the final's claim, and whoever takes the session over (the same replica
+    again included) claims it to send it; a final still claimed by its sender is not."""
+    sid = await _session(store)
+    kept = await store.outbox_add(platform="telegram", chat_id="1", text="being sent",
+                                  session_id=sid, claimed_by="ra")
+    let_go = await store.outbox_add(platform="telegram", chat_id="1", text="orphan",
+                                    session_id=sid, claimed_by="ra")
+    assert await store.outbox_unclaim(let_go, "ra")
+    assert not await store.outbox_unclaim(let_go, "ra")
+    assert [o.id for o in await store.outbox_claim_for_key("ra", "k")] == [let_go]
+    assert [o.id for o in await store.outbox_claim_for_key("rb", "k")] == [kept, let_go]
+    assert await store.outbox_claim_for_key("rb", "k") == []
