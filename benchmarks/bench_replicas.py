@@ -142,7 +142,7 @@ async def replica_figures(model: ModelProcess, *, quick: bool, dsn_factory: Any)
     print(_line("1 gateway on SQLite (same run)", sqlite))
     results: dict[int, dict[str, Any]] = {}
     for n in (1, 2, 3):
-        dsn, drop = dsn_factory()
+        dsn, drop = await asyncio.to_thread(dsn_factory)
         try:
             async with Replicas(tmp / f"pg{n}", model.base_url, n, backend="postgres",
                                 dsn=dsn) as rs:
@@ -150,10 +150,10 @@ async def replica_figures(model: ModelProcess, *, quick: bool, dsn_factory: Any)
                 results[n] = await _drive(rs, sessions, per, f"p{n}x",
                                           lambda i, j, c, n=n: (i + j) % n)
         finally:
-            drop()
+            await asyncio.to_thread(drop)
         print(_line(f"{n} replica(s) on PostgreSQL", results[n],
                     None if n == 1 else results[1]["eps"]))
-    dsn, drop = dsn_factory()
+    dsn, drop = await asyncio.to_thread(dsn_factory)
     try:
         async with Replicas(tmp / "handover", model.base_url, 2, backend="postgres",
                             dsn=dsn) as rs:
@@ -171,7 +171,7 @@ async def replica_figures(model: ModelProcess, *, quick: bool, dsn_factory: Any)
             local = await _drive(rs, sessions, per, "h", same)
             handed = await _drive(rs, sessions, per, "h", other)
     finally:
-        drop()
+        await asyncio.to_thread(drop)
     print(_line("2 replicas, every event on its session's owner", local))
     print(_line("2 replicas, every event handed over", handed))
     added = statistics.median(handed["e2e"]) - statistics.median(local["e2e"])

@@ -356,17 +356,28 @@ class AdapterSupervisor:
         self._set_state(slot, AdapterState.STARTING)
         started = self._clock()
         run = asyncio.create_task(slot.adapter.start(ctx), name=f"adapter:{slot.name}:run")
+        flip: asyncio.Task[Any] | None = None
+        if slot.gate is not None:  # a lost leader lease stops the intake at once
+            flip = asyncio.create_task(slot.gate.changed.wait(), name=f"adapter:{slot.name}:gate")
         try:
             while True:
-                done, _ = await asyncio.wait({run}, timeout=self.settings.check_interval_s)
-                if done:
+                waits: set[asyncio.Future[Any]] = {run} if flip is None else {run, flip}
+                done, _ = await asyncio.wait(waits, timeout=self.settings.check_interval_s,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if run in done:
                     break
                 if slot.stop_requested or self._stopping.is_set():
+                    if flip is not None and flip.done():
+                        flip = None
                     continue
                 gate = slot.gate
                 if gate is not None and gate.changed.is_set() and gate.leader == slot.standby:
                     await self._halt(slot, ctx, run)
                     return _Outcome.HANDOFF
+                if gate is not None and flip is not None and flip.done():
+                    gate.changed.clear()  # flipped and back: this run is still right
+                    flip = asyncio.create_task(gate.changed.wait(),
+                                               name=f"adapter:{slot.name}:gate")
                 reason = self._check_run(slot, started)
                 if reason is not None:
                     slot.last_error = reason
@@ -375,6 +386,8 @@ class AdapterSupervisor:
                     return _Outcome.FAILED
             return self._judge(slot, run)
         finally:
+            if flip is not None:
+                flip.cancel()
             if not run.done():
                 run.cancel()
                 await asyncio.wait({run}, timeout=self.settings.stop_timeout_s)

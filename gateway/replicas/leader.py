@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import time
 from collections.abc import Mapping
 
 import structlog
@@ -50,14 +51,22 @@ class LeaderGate:
         self.token: int | None = None
         self.changed = asyncio.Event()
         self.acquired = 0
+        self._renewed = 0.0  # monotonic time the lease was last known to be held
 
     @property
     def leader(self) -> bool:
         return self.token is not None
 
     async def run(self) -> None:
-        """Try to take the lease whenever this replica does not hold it."""
+        """Try to take the lease whenever this replica does not hold it; give the intake up
+        on its own when the lease has not been renewed for 60 % of its time, so it has
+        stopped before another replica can take the lease (two pollers at once otherwise,
+        until the late heartbeat tells this one)."""
         while True:
+            if self.token is not None and time.monotonic() - self._renewed > 0.6 * self._ttl:
+                log.warning("leader_lease_unrenewed", role=self.role,
+                            since_s=round(time.monotonic() - self._renewed, 1))
+                self.lose()
             if self.token is None:
                 try:
                     token = await self._store.leader_acquire(self.role, self._me, ttl=self._ttl)
@@ -67,10 +76,14 @@ class LeaderGate:
                     token = None
                 if token is not None and self.token is None:
                     self.token = token
+                    self._renewed = time.monotonic()
                     self.acquired += 1
                     log.info("leader_acquired", role=self.role, token=token)
                     self.changed.set()
             await asyncio.sleep(self._retry)
+
+    def confirm(self, at: float) -> None:
+        self._renewed = max(self._renewed, at)
 
     def lose(self) -> None:
         if self.token is not None:
@@ -114,10 +127,16 @@ class LeaderGates:
         return {name: g.role for name, g in self.gates.items() if g.leader}
 
     # -- LeaderRoles -----------------------------------------------------------------------
-    def renewed(self, roles: dict[str, int]) -> None:
+    def renewed(self, roles: dict[str, int], at: float | None = None) -> None:
+        """`at`: the monotonic time the heartbeat's transaction started (renewal counts from
+        then, not from when its answer arrived)."""
         for g in self.gates.values():
-            if g.token is not None and roles.get(g.role) != g.token:
+            if g.token is None:
+                continue
+            if roles.get(g.role) != g.token:
                 g.lose()
+            elif at is not None:
+                g.confirm(at)
 
     def lose_all(self) -> None:
         for g in self.gates.values():

@@ -56,8 +56,9 @@ def new_replica_id() -> str:
 class LeaderRoles(Protocol):
     """The leader leases' side of the heartbeat (`gateway.replicas.leader`)."""
 
-    def renewed(self, roles: dict[str, int]) -> None:
-        """The heartbeat renewed `roles` (role → token); any other role held is lost."""
+    def renewed(self, roles: dict[str, int], at: float | None = None) -> None:
+        """The heartbeat (begun at monotonic time `at`) renewed `roles` (role → token); any
+        other role held is lost."""
         ...
 
     def lose_all(self) -> None: ...
@@ -163,6 +164,7 @@ class ReplicaRuntime:
             await duty()
 
     async def _beat(self) -> None:
+        began = time.monotonic()
         hb = await self._store.replica_heartbeat(
             self.replica_id, host=self.host, home=self._home, pid=os.getpid(),
             started_at=self.started_at, ttl=self._s.lease_s)
@@ -180,7 +182,7 @@ class ReplicaRuntime:
         for key in self.sessions.renewed(hb.sessions):
             self._manager.relinquish(key)
         if self.roles is not None:
-            self.roles.renewed(hb.roles)
+            self.roles.renewed(hb.roles, began)
 
     async def _heartbeat(self) -> None:
         try:
