@@ -195,8 +195,11 @@ class ChaosRun:
     # -- faults ----------------------------------------------------------------------------
     def _turn_in_flight(self) -> bool:
         assert self.server is not None
+        # replicas: a killed replica's request never finishes; past the client's timeouts
+        stale = (time.monotonic() - 4 * self.opts.provider_timeout_s if self.opts.replicated
+                 else float("-inf"))
         return any(r.finished_at is None and not is_summary_request(r)
-                   for r in self.server.requests[-20:])
+                   and r.received_at > stale for r in self.server.requests[-20:])
 
     def _summary_in_flight(self) -> bool:
         assert self.server is not None
@@ -388,8 +391,7 @@ class ChaosRun:
         return await self._run_here(started)
 
     async def _run_replicated(self, started: float) -> ChaosResult:
-        self.opts.disk_full = False
-        self.notes.append("disk-full faults skipped: the state is in PostgreSQL")
+        self.opts.disk_full = False  # the state is in PostgreSQL
         self.dsn = await asyncio.to_thread(create_database)
         self.proxy = await DbProxy().start()
         homes = [self.home / f"r{i}" for i in range(max(1, self.opts.replicas))]
