@@ -58,8 +58,7 @@ class ChaosOptions:
     rss_limit_mb: float = 600.0
     disk_full: bool = True
     disk_mb: int = 48
-    #: >1 (with backend postgres): that many gateway replicas on one PostgreSQL database
-    #: made for the run, behind a proxy that the storage faults cut (tests/chaos/replicas.py)
+    #: backend postgres: `replicas` gateways on one database (tests/chaos/replicas.py)
     replicas: int = 1
     backend: str = "sqlite"
     lease_s: float = 4.0
@@ -276,6 +275,8 @@ class ChaosRun:
         d.set_slow(0.0)
 
     async def _disk_full(self, seconds: float) -> None:
+        if self.proxy is not None:  # replicas: every storage fault cuts the database off
+            await self._read_txn(seconds)
         if not self.disk.mounted:
             return
         self.faults["disk_full"] += 1
@@ -441,7 +442,7 @@ class ChaosRun:
         # DMs carry most of the traffic, as they do for a personal assistant
         weights = [3.0 if c.kind == "dm" else 1.0 for c in self.convs]
         schedule = make_schedule(plan, self.sched_rng, weights, pairs)
-        if not self.disk.mounted:
+        if not self.disk.mounted and self.proxy is None:
             schedule = [a for a in schedule if a.kind != "disk_full"]
         await self.gw.start()
         if not await self._wait_for(lambda: all(d.connected() for d in self.drivers), 60):
