@@ -246,6 +246,7 @@ class GatewayRunner:
             stack.push_async_callback(_quietly, "compression", parts.compression.close)
         stack.push_async_callback(_quietly, "delivery", parts.delivery.close)
         stack.push_async_callback(_quietly, "inbound", parts.inbound.close)
+        stack.push_async_callback(_quietly, "turns", parts.turns.aclose)
         for adapter in adapters.values():
             try:
                 adapter.commands_menu(parts.commands.menu())

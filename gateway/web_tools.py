@@ -87,7 +87,8 @@ class WebTools:
         main_vision = main is not None and main.vision
         media = MediaSettings(vision=main_vision,
                               max_images=config.gateway.media.max_images_per_message,
-                              document_max_chars=config.gateway.media.document_max_chars)
+                              document_max_chars=config.gateway.media.document_max_chars,
+                              describe_for_history=config.gateway.media.describe_for_history)
         stt_off = "no speech-to-text provider is configured (stt.provider)"
         stt = config.providers.get(config.stt.provider)
         if stt is None:
@@ -106,9 +107,17 @@ class WebTools:
             name, model = target
             vision = AuxSummarizer(provider_settings(name, config.providers[name], model=model))
             out.clients.append(vision)
-            if not main_vision:
-                out.media = MediaReader(media, describer=vision, transcriber=out.transcriber,
-                                        stt_off=stt_off)
+            # Without a vision main model it describes each image before the turn; with
+            # one, after the turn for the history (`describe_for_history`), by
+            # `auxiliary.vision_model` when one is set (cheaper than the main model).
+            describer = vision
+            if main_vision and config.auxiliary.vision_model:
+                aux = config.auxiliary.provider or config.model.provider
+                describer = AuxSummarizer(provider_settings(
+                    aux, config.providers[aux], model=config.auxiliary.vision_model))
+                out.clients.append(describer)
+            out.media = MediaReader(media, describer=describer, transcriber=out.transcriber,
+                                    stt_off=stt_off)
             out.tools.append(vision_tool(VisionSettings(model=vision, fetch=fetch_settings,
                                                         max_bytes=web.image_max_bytes)))
         for tool, reason in out.off.items():

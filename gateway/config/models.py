@@ -184,6 +184,10 @@ class MediaConfig(ConfigModel):
     max_images_per_message: int = Field(default=4, ge=0)
     """Inbound images shown to the model (or described) per message; more are skipped
     with a note to the user."""
+    describe_for_history: bool = True
+    """With a vision main model, describe each image in the background after its turn
+    (`auxiliary.vision_model`, else the main model) and store the description in place of
+    the image's line, so later turns and compression read what the image showed."""
     document_max_chars: int = Field(default=20_000, ge=1000)
     """Extracted document text longer than this is cut (the start and the end kept, with a
     note) and saved whole to the sender's workspace (`documents/<name>.txt`)."""
