@@ -179,11 +179,19 @@ class MediaConfig(ConfigModel):
     """Extra directories `MEDIA:` may send from, to anyone (besides the current chat's cached
     attachments and the current user's workspace)."""
     max_inbound_mb: float = Field(default=20.0, gt=0)
+    """Largest inbound file; a bigger one is not downloaded (the user and the model are
+    told, the message still goes)."""
+    max_message_mb: float = Field(default=50.0, gt=0)
+    """All inbound files of one message together; the files past it are not downloaded
+    (the user and the model are told)."""
+    download_timeout_s: float = Field(default=60.0, gt=0)
+    """One inbound download (Telegram, Slack, Discord) may take this long, from the request
+    to its last byte; then it is dropped with a note to the user and the model."""
     max_outbound_mb: float = Field(default=20.0, gt=0)
     """Largest file a reply may attach; a bigger one is not sent and the chat is told."""
     max_images_per_message: int = Field(default=4, ge=0)
-    """Inbound images shown to the model (or described) per message; more are skipped
-    with a note to the user."""
+    """Inbound images shown to the model (or described) per message, on every platform;
+    more are skipped with a note to the user (the api adapter answers 400)."""
     describe_for_history: bool = True
     """With a vision main model, describe each image in the background after its turn
     (`auxiliary.vision_model`, else the main model) and store the description in place of

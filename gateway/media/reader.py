@@ -8,8 +8,9 @@ restart sends them again: `parts_for`), so later turns and compression never res
 image. After the turn `describe_for_history` replaces each stand-in with the vision model's
 description. Without a vision main model the auxiliary vision model describes the image
 before the turn and the description, marked as such, is the stand-in. Every other file keeps
-the `[attachment: …]` line with its per-chat cache path. Must not raise for a bad file: what
-could not be understood is said in the message and, in one line, to the user.
+the `[attachment: …]` line with its per-chat cache path; a file the adapter did not download
+(`MessageEvent.skipped`) is a line with the reason. Must not raise for a bad file: what could
+not be understood is said in the message and, in one line, to the user.
 """
 
 from __future__ import annotations
@@ -137,6 +138,9 @@ class MediaReader:
         shown: list[dict[str, Any]] = []
         for ev in events:
             lines = [ev.text] if ev.text else []
+            for skipped in ev.skipped:
+                lines.append(f"[attachment {skipped.name} not downloaded: {skipped.reason}]")
+                out.notices.append(f"⚠️ {skipped.name} was not downloaded: {skipped.reason}.")
             for att in ev.attachments:
                 try:
                     kind = sniff(await asyncio.to_thread(_read_head, att.path))
