@@ -38,7 +38,7 @@ def vision_target(config: HermesConfig) -> tuple[str, str] | None:
     """(provider name, model) that `vision_analyze` uses, or None when there is none."""
     main_name = config.model.provider
     main = config.providers.get(main_name)
-    if main is not None and main.vision:
+    if main is not None and main.has_vision():
         return main_name, main.model
     if config.auxiliary.vision_model:
         return config.auxiliary.provider or main_name, config.auxiliary.vision_model
@@ -84,7 +84,7 @@ class WebTools:
         out.tools.append(web_extract_tool(fetch_settings))
         target = vision_target(config)
         main = config.providers.get(config.model.provider)
-        main_vision = main is not None and main.vision
+        main_vision = main is not None and main.has_vision()
         media = MediaSettings(vision=main_vision,
                               max_images=config.gateway.media.max_images_per_message,
                               document_max_chars=config.gateway.media.document_max_chars,

@@ -20,6 +20,7 @@ from gateway.config.errors import Problem
 from gateway.config.mcp import McpServerConfig, valid_server_name
 from gateway.config.platforms import PlatformsConfig
 from gateway.config.tools import DEFAULT_TOOLSETS, ToolsConfig
+from gateway.config.vision import known_vision
 from gateway.ports import ToolProgress
 
 __all__ = [
@@ -65,12 +66,18 @@ class ProviderConfig(ConfigModel):
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=20)
     credential_strategy: Literal["fill_first", "round_robin"] = "fill_first"
-    vision: bool = False
-    """The model accepts image parts (`vision_analyze` then uses it)."""
+    vision: bool | None = None
+    """The model accepts image parts (`vision_analyze` then uses it, and inbound images go
+    to it as image parts). Unset: looked up by `model` in the built-in table of known
+    vision models (`gateway/config/vision.py`); `false` or `true` overrides the table."""
 
     def keys(self) -> list[str]:
         """Plain key values, in pool order."""
         return [k.get_secret_value() for k in self.api_keys]
+
+    def has_vision(self) -> bool:
+        """`vision` when set, else what the table of known vision models says of `model`."""
+        return self.vision if self.vision is not None else known_vision(self.model)
 
 
 class ModelConfig(ConfigModel):
