@@ -209,6 +209,12 @@ class MediaConfig(ConfigModel):
     cache_retention_days: float = Field(default=7.0, ge=0)
     """Cached inbound attachments and saved tool output older than this are deleted
     (hourly). 0 = keep for ever."""
+    cache_max_mb: float = Field(default=2048.0, ge=0)
+    """The profile's attachment cache (`cache/`) is kept under this size: the oldest files
+    go first (hourly). 0 = no size limit."""
+    chat_cache_max_mb: float = Field(default=512.0, ge=0)
+    """One chat's cache folder (`cache/chats/<chat>/`) is kept under this size, oldest
+    first, so one busy chat cannot push every other chat's files out. 0 = no limit."""
 
 
 class GatewayConfig(ConfigModel):
