@@ -138,3 +138,19 @@ async def test_api_image_url_parts_reach_the_model(tmp_path: Path,
     assert [h for h, _ in parts] == ["data:image/png;base64", "data:image/jpeg;base64"]
     # The images were cached in the api user's own chat folder.
     assert list((tmp_path / "cache" / "chats").glob("*/image-*.bin"))
+
+
+def test_a_large_photo_is_scaled_within_the_provider_limits() -> None:
+    """A 12-megapixel phone photo is decoded at half size (DCT scaling) and resized to the
+    long edge of 1568 px; a photo too small to halve keeps its detail up to 1568 px; the
+    strongest scaling that keeps the long edge at 1024 px or more is used (a panorama)."""
+    from agent_core.web.images import DRAFT_MIN_EDGE, MAX_EDGE, prepare_image
+
+    for size, expected in (((4032, 3024), (1568, 1176)), ((2000, 1500), (1568, 1176)),
+                           ((9000, 1200), (1125, 150))):
+        got = prepare_image(jpeg(size))
+        assert (got.width, got.height) == expected and got.mime == "image/jpeg", size
+        assert max(expected) <= MAX_EDGE
+        assert Image.open(io.BytesIO(got.data)).size == expected
+    got = prepare_image(jpeg((3000, 2250)))  # halves to 1500x1125: no resize needed
+    assert (got.width, got.height) == (1500, 1125) and max(1500, 1125) >= DRAFT_MIN_EDGE
