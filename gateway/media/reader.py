@@ -26,7 +26,8 @@ import structlog
 from agent_core.compression.types import Summarizer, SummarizerError
 from agent_core.web.images import ImageError, Prepared, data_url, prepare_image
 from gateway.events import Attachment, MessageEvent, Principal
-from gateway.media.documents import DocumentError, Extracted, cap, extract_isolated
+from gateway.media.documents import DocumentError, Extracted, cap
+from gateway.media.isolation import IsolatedExtractor
 from gateway.media.voice import Transcriber, TranscriptionError, audio_suffix
 
 __all__ = ["MediaReader", "MediaSettings", "Sniffed", "Understood", "sniff"]
@@ -119,17 +120,25 @@ class MediaReader:
                  describer: Summarizer | None = None,
                  workspace: Callable[[Principal], Path] | None = None,
                  transcriber: Transcriber | None = None,
-                 stt_off: str = "no speech-to-text provider is configured (stt.provider)") -> None:
+                 stt_off: str = "no speech-to-text provider is configured (stt.provider)",
+                 documents: IsolatedExtractor | None = None) -> None:
         self._s = settings
         self._describer = describer
         self._workspace = workspace
         self._transcriber = transcriber
         self._stt_off = stt_off
+        self._documents = documents or IsolatedExtractor()
 
     def with_workspace(self, workspace: Callable[[Principal], Path]) -> MediaReader:
-        """The same reader, saving long documents to `workspace(sender)`."""
+        """The same reader (the same document reader process), saving long documents to
+        `workspace(sender)`."""
         return MediaReader(self._s, describer=self._describer, workspace=workspace,
-                           transcriber=self._transcriber, stt_off=self._stt_off)
+                           transcriber=self._transcriber, stt_off=self._stt_off,
+                           documents=self._documents)
+
+    async def aclose(self) -> None:
+        """Stop the document reader process. Must not raise."""
+        await self._documents.aclose()
 
     async def read(self, events: Sequence[MessageEvent]) -> Understood:
         texts: list[str] = []
@@ -287,7 +296,7 @@ class MediaReader:
             if kind == "ole":
                 raise DocumentError("the document is password-protected, or an old binary "
                                     "Office format that is not read")
-            got = await extract_isolated(Path(att.path), kind,
+            got = await self._documents.extract(Path(att.path), kind,
                                          timeout_s=self._s.document_timeout_s)
         except (DocumentError, OSError) as exc:
             why = str(exc) if isinstance(exc, DocumentError) else "the file could not be read"

@@ -92,11 +92,12 @@ class TurnService:
 
     async def aclose(self) -> None:
         """Cancel the image descriptions still running (their messages keep their image
-        lines). Must not raise."""
+        lines) and stop the media reader's document process. Must not raise."""
         tasks = list(self._describing.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self._media.aclose()
 
     @property
     def builder(self) -> AgentBuilder:
