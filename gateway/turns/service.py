@@ -191,6 +191,11 @@ class TurnService:
                 images[ids[-1]] = understood.parts
         await self._described(key)
         session, history = await self._store.live_history(sid)
+        known = {m.get("_id") for m in history}
+        if history and history[-1].get("role") == "user" and any(
+                i not in known for i in images):
+            # A compression rotated the session in between: the message has a new id.
+            images = {int(history[-1]["_id"]): next(iter(images.values()))}
         for ev in events:  # a turn re-run after a restart sends its images again
             rerun_id = _rerun_id(ev)
             stored = next((m for m in history if m.get("_id") == rerun_id), None)
