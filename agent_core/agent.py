@@ -77,6 +77,9 @@ class AgentConfig:
     retry_after_cap_s: float = 60.0
     tool_interrupt_grace_s: float = 3.0
     preview_chars: int = 200
+    #: False: the model's text is not yielded as `TextDelta`/`ReasoningDelta` (only the
+    #: terminal event carries it; an interrupted call keeps no partial text). For subagents.
+    text_deltas: bool = True
 
 
 def _preview(text: str, limit: int) -> str:
@@ -133,6 +136,7 @@ class Agent:
             router,
             CallPolicy(self.config.backoff_base_s, self.config.backoff_max_s,
                        self.config.retry_after_cap_s),
+            deltas=self.config.text_deltas,
         )
         self._schemas: list[dict[str, Any]] | None = None
         self._signal: InterruptSignal | None = None
@@ -313,7 +317,21 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         for call in calls:
             yield ToolStarted(call.id, call.name, call.arguments)
-        outcomes = await self._execute(calls, ctx, signal)
+        # Events the tools report while they run (`ctx.emit`) are yielded as they come.
+        reported: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+        batch = asyncio.get_running_loop().create_task(
+            self._execute(calls, ctx, signal), name="tool-batch-run")
+        batch.add_done_callback(lambda _t: reported.put_nowait(None))
+        ctx.emit = reported.put_nowait
+        try:
+            while (item := await reported.get()) is not None:
+                yield item
+            outcomes = batch.result()
+        finally:
+            ctx.emit = _drop_event
+            if not batch.done():
+                batch.cancel()
+                await asyncio.wait({batch})
         by_id = {o.call_id: o for o in outcomes}
         limit = self.config.preview_chars
         for call in calls:
@@ -359,6 +377,10 @@ class Agent:
             waiter.cancel()
             if not task.done():
                 task.cancel()
+
+
+def _drop_event(_event: AgentEvent) -> None:
+    """`ToolContext.emit` outside a tool batch: nobody is listening."""
 
 
 def _error_outcome(call: ToolCall, text: str) -> ToolOutcome:

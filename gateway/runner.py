@@ -33,6 +33,7 @@ from gateway.health import HealthServer
 from gateway.housekeeping import CacheLimits, prune_forever
 from gateway.inbound import InboundRouter
 from gateway.media import MediaReader
+from gateway.media.replies import VoiceReplies
 from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
 from gateway.ports import BasePlatformAdapter
@@ -134,6 +135,7 @@ class GatewayRunner:
         #: The MCP servers' connections, when `mcp_servers` names any.
         self.mcp: McpHub | None = None
         self._media: MediaReader | None = None
+        self._voice: VoiceReplies | None = None
         self.notifier = SdNotifier.from_env(unset_environment=True)
 
     # -- the parts, once started ---------------------------------------------------------
@@ -241,9 +243,11 @@ class GatewayRunner:
         adapters = self._build_adapters()
         parts = self._parts = wire(self.config, self.paths, store=store, agents=agents,
                                    adapters=adapters, metrics=self.metrics, clock=self._clock,
-                                   media=self._media)
+                                   media=self._media, voice=self._voice)
         if parts.compression is not None:
             stack.push_async_callback(_quietly, "compression", parts.compression.close)
+        if parts.reviews is not None:
+            stack.push_async_callback(_quietly, "reviews", parts.reviews.close)
         stack.push_async_callback(_quietly, "delivery", parts.delivery.close)
         stack.push_async_callback(_quietly, "inbound", parts.inbound.close)
         stack.push_async_callback(_quietly, "turns", parts.turns.aclose)
@@ -326,7 +330,7 @@ class GatewayRunner:
         try:
             web = WebTools.from_config(self.config)
             stack.push_async_callback(_quietly, "web_tools", web.aclose)
-            self._media = web.media
+            self._media, self._voice = web.media, web.voice
             agents = AgentFactory(self.config, self.paths, tools=web.tools,
                                   tool_sources=tool_sources)
         except KeyError as exc:

@@ -19,6 +19,7 @@ from gateway.config.base import ConfigModel, IdList, OptSecret, SecretList, reve
 from gateway.config.errors import Problem
 from gateway.config.mcp import McpServerConfig, valid_server_name
 from gateway.config.platforms import PlatformsConfig
+from gateway.config.speech import SttConfig, TtsConfig
 from gateway.config.tools import DEFAULT_TOOLSETS, ToolsConfig
 from gateway.config.vision import known_vision
 from gateway.ports import ToolProgress
@@ -27,6 +28,7 @@ __all__ = [
     "AgentConfig",
     "AuxiliaryConfig",
     "CompressionConfig",
+    "DelegationConfig",
     "GatewayConfig",
     "HealthConfig",
     "HermesConfig",
@@ -38,7 +40,9 @@ __all__ = [
     "ModelConfig",
     "PlatformsConfig",
     "ProviderConfig",
+    "ReviewConfig",
     "SessionResetConfig",
+    "SkillsConfig",
     "StorageConfig",
     "StreamingConfig",
     "ToolsConfig",
@@ -268,11 +272,52 @@ class MemoryConfig(ConfigModel):
     user. `USER.md` is always per user and only shown to the agent in direct chats."""
 
 
+class ReviewConfig(ConfigModel):
+    """The background self-review (docs/skills.md#background-self-review)."""
+
+    enabled: bool = True
+    """Review finished turns in the background on the auxiliary model; it may create or
+    patch a skill and add memory entries. `false`: never (per profile)."""
+    min_tool_calls: int = Field(default=5, ge=1)
+    """A turn that made at least this many tool calls is reviewed."""
+    workers: int = Field(default=1, ge=1, le=16)
+    """Reviews running at once (their own pool: compression never waits for them)."""
+    queue_size: int = Field(default=16, ge=1)
+    """Reviews waiting for a worker; one more is skipped (`queue_full`)."""
+    max_iterations: int = Field(default=8, ge=1, le=50)
+    """Model calls one review may make."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """A review running longer is stopped (recorded as failed, `timeout`)."""
+    max_transcript_chars: int = Field(default=16_000, ge=1_000)
+    """How much of the conversation (the reviewed turn first) the review model is shown."""
+    daily_tokens: int = Field(default=500_000, ge=0)
+    """Tokens all reviews of the profile may use per UTC day; past it reviews are skipped
+    (`over_budget`). 0 = no cap."""
+
+
 class SkillsConfig(ConfigModel):
     enabled: bool = True
     """Offer the skills tools (`skills_list`, `skill_view`, `skill_manage`, where the chat's
     toolsets include `skills`) and list the skills of `$HERMES_HOME/skills/` in the system
-    prompt. `false`: neither."""
+    prompt. `false`: neither (and no background review)."""
+    nudge_interval: int = Field(default=10, ge=1)
+    """A conversation is also reviewed once it made this many model calls (iterations of the
+    turn loop, counted per session key since its last review or its own `skill_manage`)."""
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
+
+
+class DelegationConfig(ConfigModel):
+    """`delegate_task`: subagents with their own context and budget."""
+
+    max_concurrent: int = Field(default=3, ge=1, le=16)
+    """Subagents of one session running at once; the others wait for a slot."""
+    max_iterations: int = Field(default=50, ge=1)
+    """Model calls each subagent may make (when unset, a set
+    `model.subagent_max_iterations` is used)."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Wall-clock limit of one subagent, from when it starts running."""
+    max_summary_chars: int = Field(default=4000, ge=200, le=50_000)
+    """Longest report of one subagent the main agent gets (head and tail kept)."""
 
 
 class WorkspaceConfig(ConfigModel):
@@ -302,14 +347,6 @@ class SecurityConfig(ConfigModel):
     """Start even when `.env` is readable by the group or others (otherwise exit 78)."""
 
 
-class SttConfig(ConfigModel):
-    """Speech-to-text for inbound voice notes and audio files (OpenAI-compatible
-    `/audio/transcriptions` of `providers.<provider>`)."""
-
-    provider: str = "main"
-    model: str = "whisper-1"
-
-
 class HermesConfig(ConfigModel):
     """The whole `config.yaml`."""
 
@@ -321,6 +358,7 @@ class HermesConfig(ConfigModel):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    delegation: DelegationConfig = Field(default_factory=DelegationConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
@@ -328,6 +366,7 @@ class HermesConfig(ConfigModel):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     stt: SttConfig = Field(default_factory=SttConfig)
+    tts: TtsConfig = Field(default_factory=TtsConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     storage: StorageConfig = Field(default_factory=StorageConfig)
 

@@ -26,6 +26,7 @@ import structlog
 from agent_core.compression.types import Summarizer, SummarizerError
 from agent_core.web.images import ImageError, Prepared, data_url, prepare_image
 from gateway.events import Attachment, MessageEvent, Principal
+from gateway.media.audio import duration_text
 from gateway.media.documents import DocumentError, Extracted, cap
 from gateway.media.isolation import IsolatedExtractor
 from gateway.media.voice import Transcriber, TranscriptionError, audio_suffix
@@ -86,6 +87,9 @@ class Understood:
     message: dict[str, Any]
     parts: list[dict[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    #: The user spoke: a voice note or an audio file came with the turn (transcribed or
+    #: not). A voice reply may follow (`tts.reply_to_voice`).
+    spoke: bool = False
 
 
 def _read_head(path: str, n: int = 4096) -> bytes:
@@ -343,6 +347,7 @@ class MediaReader:
         name = _label(att)
         what = "voice message" if att.kind == "voice" else "audio file"
         lines = [attachment_line(att)]
+        out.spoke = True
         try:
             if self._transcriber is None:
                 raise TranscriptionError(self._stt_off)
@@ -351,11 +356,13 @@ class MediaReader:
             transcript = await self._transcriber.transcribe(data, filename)
         except (TranscriptionError, OSError) as exc:
             why = exc.reason if isinstance(exc, TranscriptionError) else "it could not be read"
-            log.info("media_transcription_failed", kind=att.kind)
+            log.info("media_transcription_failed", kind=att.kind, reason=why)
             lines.append(f"[{what} {name} could not be transcribed: {why}]")
             out.notices.append(f"⚠️ Your {what} could not be transcribed: {why}.")
             return lines
-        log.info("media_transcribed", kind=att.kind, chars=len(transcript))
-        lines.append(f"[{what} {name}, transcribed by speech-to-text:]\n{transcript}\n"
-                     f"[end of transcript]")
+        log.info("media_transcribed", kind=att.kind, chars=len(transcript.text),
+                 seconds=transcript.seconds, converted_to=transcript.converted_to)
+        length = f" ({duration_text(transcript.seconds)})" if transcript.seconds else ""
+        lines.append(f"[{what} {name}{length}, transcribed by speech-to-text:]\n"
+                     f"{transcript.text}\n[end of transcript]")
         return lines

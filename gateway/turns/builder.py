@@ -105,6 +105,13 @@ class AgentBuilder:
         """execute_code's sandbox and terminal's approvals, for `/tools`."""
         return self._agents.acting.describe()
 
+    @staticmethod
+    def principal_of(session: Session, target: ReplyTarget) -> Principal:
+        """Whom a turn of `session` answering `target` acts for: the target's user (the
+        session's owner when the target names none)."""
+        user = target.user_id if target.user_id is not None else session.user_id or ""
+        return Principal(target.adapter, user)
+
     async def build(self, session: Session, target: ReplyTarget, *,
                     quiet: bool = False) -> Agent:
         """The agent of a turn answering `target.user_id` (the session's owner when the
@@ -118,8 +125,8 @@ class AgentBuilder:
                 self._extras.popitem(last=False)
         else:
             self._extras.move_to_end(session.id)
-        user = target.user_id if target.user_id is not None else session.user_id or ""
-        principal = Principal(target.adapter, user)
+        principal = self.principal_of(session, target)
+        user = principal.user_id
         scope = SessionScope.of(target.adapter, target.chat_type, target.chat_id, user)
         ports = AgentPorts(search=_SearchPort(self._index, scope),
                            send_message=None if quiet else _SendPort(self._delivery, target))

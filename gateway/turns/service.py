@@ -2,8 +2,9 @@
 
 It implements the session manager's `TurnHandler`. Its collaborators each do one job and are
 passed in: `SessionResolver` (which session, the reset policy), `AgentBuilder` (the turn's
-agent and ports), `SteerDesk` (busy mode `steer`), `UsageRecorder` (token counters) and the
-optional `CompressionHook`; `build_turns` wires them from the gateway's parts.
+agent and ports), `SteerDesk` (busy mode `steer`), `UsageRecorder` (token counters), the
+optional `CompressionHook` and the optional `ReviewHook` (background self-review, told after
+the reply is delivered); `build_turns` wires them from the gateway's parts.
 """
 
 from __future__ import annotations
@@ -26,11 +27,18 @@ from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
 from gateway.logging import bind_context
 from gateway.media import MediaReader
+from gateway.media.replies import VoiceReplies
 from gateway.metrics import GatewayMetrics
 from gateway.sessions.inbox import event_keys
 from gateway.sessions.worker import MERGE_REASON
 from gateway.turns.builder import AgentBuilder
-from gateway.turns.ports import CompressionHook, TurnLayerStore, TurnStore
+from gateway.turns.ports import (
+    CompressionHook,
+    FinishedTurn,
+    ReviewHook,
+    TurnLayerStore,
+    TurnStore,
+)
 from gateway.turns.sessions import ResetPolicy, SessionResolver
 from gateway.turns.steering import SteerDesk, Steering
 from gateway.turns.transcript import TurnTranscript
@@ -75,9 +83,13 @@ class TurnService:
         settings: TurnSettings = TurnSettings(),
         metrics: GatewayMetrics | None = None,
         media: MediaReader | None = None,
+        voice: VoiceReplies | None = None,
+        reviews: ReviewHook | None = None,
     ) -> None:
         self._store = store
+        self._reviews = reviews
         self._media = media or MediaReader()
+        self._voice = voice
         self._delivery = delivery
         self.sessions = sessions
         self._agents = agents
@@ -127,9 +139,12 @@ class TurnService:
         target = ReplyTarget.of(last)
         ok, error = True, None
         leftover: list[MessageEvent] = []
+        finished: list[FinishedTurn] = []  # filled when the turn ended with its reply out
+        if self._reviews is not None:
+            self._reviews.turn_began(key)
         with bind_context(platform=last.platform, session_key=key):
             try:
-                leftover = await self._turn(key, events, target, interrupt)
+                leftover = await self._turn(key, events, target, interrupt, finished)
             except Exception as exc:
                 ok, error = False, type(exc).__name__
                 log.exception("turn_crashed", session_key=key)
@@ -147,6 +162,10 @@ class TurnService:
             finally:
                 for ev in events:
                     await self._delivery.turn_complete(ReplyTarget.of(ev), ok=ok, error=error)
+                if self._reviews is not None and finished:
+                    # Everything of the turn is done and answered: the review only queues
+                    # here and runs on its own pool, never ahead of the reply.
+                    self._reviews.after_turn(finished[0])
         return leftover
 
     async def _release_crashed(self, key: str, events: list[MessageEvent]) -> None:
@@ -166,7 +185,8 @@ class TurnService:
 
     # -- the turn ------------------------------------------------------------------------------
     async def _turn(self, key: str, events: list[MessageEvent], target: ReplyTarget,
-                    interrupt: InterruptSignal) -> list[MessageEvent]:
+                    interrupt: InterruptSignal,
+                    finished: list[FinishedTurn]) -> list[MessageEvent]:
         last = events[-1]
         session, notice = await self.sessions.resolve(key, last)
         if notice:
@@ -181,10 +201,12 @@ class TurnService:
         fresh = [ev for ev in events if not _is_rerun(ev)]
         sid = session.id
         images: dict[int, list[dict[str, Any]]] = {}  # message id -> this turn's image parts
+        spoke = False
         if fresh:  # stored, and the events' durable hold let go, in one transaction
             understood = await self._media.read(fresh)
             for note in understood.notices:
                 await self._delivery.notify(target, note)
+            spoke = understood.spoke
             sid, ids = await self._store.append_live(sid, [understood.message],
                                                      release=event_keys(fresh))
             if understood.parts and ids:
@@ -208,7 +230,7 @@ class TurnService:
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
             return await self._run_agent(session, history, target, interrupt, key=key,
-                                         describe=describe)
+                                         finished=finished, spoke=spoke, describe=describe)
 
     async def _described(self, key: str) -> None:
         """Wait (bounded) for the previous turn's images to be described for the history."""
@@ -249,7 +271,8 @@ class TurnService:
         task.add_done_callback(forget)
 
     async def _run_agent(self, session: Session, history: list[dict[str, Any]],
-                         target: ReplyTarget, interrupt: InterruptSignal, key: str,
+                         target: ReplyTarget, interrupt: InterruptSignal,
+                         key: str, finished: list[FinishedTurn], spoke: bool = False,
                          describe: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]] = (),
                          ) -> list[MessageEvent]:
         await self._delivery.wait_earlier_finals(target)  # answers keep their order
@@ -262,6 +285,7 @@ class TurnService:
         tools_seen: list[str] = []
         started = time.monotonic()
         outcome = "interrupted"  # until a terminal event says otherwise
+        terminal: Terminal | None = None
         user_turn: dict[str, Any] | None = history[-1] if history else None
         prior = history[:-1]
         continued = False
@@ -286,7 +310,8 @@ class TurnService:
                         continue
                 outcome = ("ok" if isinstance(terminal, ae.Final) else "interrupted"
                            if isinstance(terminal, ae.Interrupted) else "error")
-                await self._finish(session, terminal, shown, consumer, target, final)
+                await self._finish(session, terminal, shown, consumer, target, final,
+                                   spoke=spoke)
                 break
         except Exception:
             outcome = "error"  # a crash, logged by `run_turn`; not an interrupt
@@ -309,7 +334,7 @@ class TurnService:
                 await consumer.stop_streaming()
             # Bookkeeping after the reply: the usage write hands back the guard state the
             # compression check needs (no read of its own, no race with the write).
-            stored = await self._usage.record(session.id, shown.usage)
+            stored = await self._usage.record(session.id, shown.usage, shown.delegated_usage)
             compression, sid = self._compression, session.id
             last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
 
@@ -321,13 +346,21 @@ class TurnService:
                 self._describe_later(key, sid, describe, check_compression)
             else:
                 await check_compression()
+            if outcome == "ok" and self._reviews is not None and isinstance(terminal, ae.Final):
+                finished.append(FinishedTurn(
+                    key=key, session=session,
+                    principal=self._agents.principal_of(session, target),
+                    earlier=prior, turn=[*([user_turn] if user_turn else []),
+                                         *terminal.messages],
+                    tools=self._agents.session_tools(session)))
             took = time.monotonic() - started
             if self._metrics is not None:
                 self._metrics.observe_turn(took, outcome=outcome)
             log.info("turn_finished", session_key=key, session_id=session.id, outcome=outcome,
                      duration_s=round(took, 3), model_calls=len(shown.usage),
                      input_tokens=sum(u.prompt_tokens for u in shown.usage),
-                     output_tokens=sum(u.completion_tokens for u in shown.usage))
+                     output_tokens=sum(u.completion_tokens for u in shown.usage),
+                     subagent_calls=len(shown.delegated_usage))
         return leftover
 
     async def _stream(
@@ -352,6 +385,11 @@ class TurnService:
                 shown.reset_segment()
             elif isinstance(ev, ae.Usage):
                 shown.usage.append(ev)
+            elif isinstance(ev, ae.SubagentUsage):
+                shown.delegated_usage.append(ev.usage)
+            elif isinstance(ev, ae.SubtaskProgress):
+                if consumer is not None and progress != "off":
+                    consumer.on_status(_subtasks_line(ev))
             elif isinstance(ev, ae.TERMINAL_EVENTS):
                 terminal = ev
         return terminal
@@ -397,10 +435,15 @@ class TurnService:
 
     async def _finish(self, session: Session, terminal: Terminal, shown: TurnTranscript,
                       consumer: StreamConsumer | None, target: ReplyTarget,
-                      final: PreparedFinal | None) -> None:
+                      final: PreparedFinal | None, *, spoke: bool = False) -> None:
         if isinstance(terminal, ae.Final):
             if final is not None:  # always recorded by `_store_terminal`
-                await self._delivery.send_final(final, consumer)
+                sent = await self._delivery.send_final(final, consumer)
+                # The user spoke: the reply is said too, after its text (only when that
+                # went out now; a text retried later would come after its voice note).
+                voice = self._voice
+                if sent and voice is not None and voice.wanted(target, spoke=spoke):
+                    await voice.reply(self._delivery, target, final.body)
             return
         if isinstance(terminal, ae.Interrupted):
             await self._close_preview(consumer, shown)
@@ -427,6 +470,8 @@ def build_turns(
     approvals: ApprovalDesk | None = None,
     approval_timeout_s: float = 300.0,
     media: MediaReader | None = None,
+    voice: VoiceReplies | None = None,
+    reviews: ReviewHook | None = None,
 ) -> TurnService:
     """Wire the turn layer from the gateway's parts."""
     builder = AgentBuilder(agents, store, delivery, approvals=approvals,
@@ -437,6 +482,8 @@ def build_turns(
                                  clock=clock),
         agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics),
         compression=compression, settings=settings, metrics=metrics, media=media,
+        voice=voice,
+        reviews=reviews,
     )
 
 
@@ -451,6 +498,18 @@ def _progress_line(policy: str, seen: list[str], name: str) -> str | None:
         return "\n".join(f"🔧 {n}" for n in seen[-5:])
     return None if repeat else f"🔧 {name}…"
 
+
+def _subtasks_line(ev: ae.SubtaskProgress) -> str:
+    """The status line of a running `delegate_task`: "3 subtasks running", then how many
+    wait and are done, as they finish."""
+    if ev.running == 0 and ev.waiting == 0:
+        return f"✅ {ev.total} subtask{'s' if ev.total != 1 else ''} done"
+    parts = [f"{ev.running} subtask{'s' if ev.running != 1 else ''} running"]
+    if ev.waiting:
+        parts.append(f"{ev.waiting} waiting")
+    if ev.done:
+        parts.append(f"{ev.done} of {ev.total} done")
+    return "🔀 " + ", ".join(parts)
 
 
 def _is_rerun(event: MessageEvent) -> bool:
