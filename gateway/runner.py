@@ -30,7 +30,7 @@ from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
 from gateway.delivery.service import DeliveryService
 from gateway.eventloop import loop_name
 from gateway.health import HealthServer
-from gateway.housekeeping import prune_forever
+from gateway.housekeeping import CacheLimits, prune_forever
 from gateway.inbound import InboundRouter
 from gateway.media import MediaReader
 from gateway.media.replies import VoiceReplies
@@ -253,6 +253,7 @@ class GatewayRunner:
             stack.push_async_callback(_quietly, "reviews", parts.reviews.close)
         stack.push_async_callback(_quietly, "delivery", parts.delivery.close)
         stack.push_async_callback(_quietly, "inbound", parts.inbound.close)
+        stack.push_async_callback(_quietly, "turns", parts.turns.aclose)
         for adapter in adapters.values():
             try:
                 adapter.commands_menu(parts.commands.menu())
@@ -415,9 +416,12 @@ class GatewayRunner:
         def caches() -> list[Path]:
             return [self.paths.cache, *spaces.tool_output_dirs()]
 
+        mb = 1024 * 1024
         self._duty(stack, "housekeeping", prune_forever(
             parts.store, gw.ledger_retention_days, self._clock, cache_dirs=caches,
-            cache_days=gw.media.cache_retention_days))
+            cache_days=gw.media.cache_retention_days,
+            cache_limits=CacheLimits(self.paths.cache, int(gw.media.cache_max_mb * mb),
+                                     int(gw.media.chat_cache_max_mb * mb))))
         if gw.unhealthy_exit_s > 0 and parts.adapters:
             self._duty(stack, "escalation",
                        self._escalate_when_disconnected(parts.supervisor, gw.unhealthy_exit_s))

@@ -42,6 +42,7 @@ from gateway.principals import UserSpaces, audience_of
 from gateway.review import ReviewService, build_reviews
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
+from gateway.supervision_types import InboundMediaLimits
 from gateway.supervisor import AdapterSupervisor, SupervisorSettings
 from gateway.turns import ResetPolicy, TurnService, TurnSettings, build_turns
 from storage.ports import (
@@ -221,6 +222,9 @@ def wire(
         adapters, emit=inbound.emit, interact=inbound.interact, cache_dir=paths.cache,
         cursors_for=lambda name: StoreCursors(store, name), metrics=metrics, activity=activity,
         max_attachment_bytes=int(gw.media.max_inbound_mb * 1024 * 1024),
+        media=InboundMediaLimits(max_message_bytes=int(gw.media.max_message_mb * 1024 * 1024),
+                                 max_images=gw.media.max_images_per_message,
+                                 download_timeout_s=gw.media.download_timeout_s),
         settings=SupervisorSettings(connect_timeout_s=gw.adapter_connect_timeout_s),
     )
     return GatewayParts(store=store, agents=agents, adapters=adapters, activity=activity,

@@ -164,6 +164,11 @@ class MessageLog(Protocol):
 
     async def last_message_id(self, session_id: str) -> int | None: ...
 
+    async def revise_message(self, message_id: int, content: str,
+                             meta: dict[str, Any] | None = None) -> bool:
+        """Replace a stored message's text and add `meta` to its keys; False: no such row."""
+        ...
+
 
 class LiveTranscript(Protocol):
     """The turn path: write to and read from the live tip of a compression lineage."""
