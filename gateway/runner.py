@@ -29,9 +29,11 @@ from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
 from gateway.delivery.service import DeliveryService
 from gateway.eventloop import loop_name
 from gateway.health import HealthServer
-from gateway.housekeeping import prune_forever
+from gateway.housekeeping import CacheLimits, prune_forever
 from gateway.inbound import InboundRouter
 from gateway.media import MediaReader
+from gateway.media.replies import VoiceReplies
+from gateway.memory import MemoryLoadError, build_memory
 from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
 from gateway.ports import BasePlatformAdapter
@@ -47,7 +49,7 @@ from gateway.process import (
 )
 from gateway.recovery import recover_held, recover_unanswered
 from gateway.registry import create_adapter
-from gateway.replicas import ReplicaRuntime
+from gateway.replicas import ReplicaRuntime, replica_for
 from gateway.sdnotify import SdNotifier
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
@@ -117,8 +119,8 @@ class GatewayRunner:
         #: The MCP servers' connections, when `mcp_servers` names any.
         self.mcp: McpHub | None = None
         self._media: MediaReader | None = None
-        #: This process as a replica (`storage.backend: postgres`), once started.
-        self.replica: ReplicaRuntime | None = None
+        self.replica: ReplicaRuntime | None = None  # storage.backend: postgres, once started
+        self._voice: VoiceReplies | None = None
         self.notifier = SdNotifier.from_env(unset_environment=True)
 
     # -- the parts, once started ---------------------------------------------------------
@@ -223,14 +225,19 @@ class GatewayRunner:
         store = await self._open_storage(stack)
         agents = self._build_agents(stack, await self._start_mcp(stack))
         await agents.acting.probe()
+        if agents.memory is not None:  # bounded; a provider that is down is logged
+            await agents.memory.start()
         adapters = self._build_adapters()
         parts = self._parts = wire(self.config, self.paths, store=store, agents=agents,
                                    adapters=adapters, metrics=self.metrics, clock=self._clock,
-                                   media=self._media)
+                                   media=self._media, voice=self._voice)
         if parts.compression is not None:
             stack.push_async_callback(_quietly, "compression", parts.compression.close)
+        if parts.reviews is not None:
+            stack.push_async_callback(_quietly, "reviews", parts.reviews.close)
         stack.push_async_callback(_quietly, "delivery", parts.delivery.close)
         stack.push_async_callback(_quietly, "inbound", parts.inbound.close)
+        stack.push_async_callback(_quietly, "turns", parts.turns.aclose)
         for adapter in adapters.values():
             try:
                 adapter.commands_menu(parts.commands.menu())
@@ -238,7 +245,12 @@ class GatewayRunner:
                 log.warning("commands_menu_failed", adapter=adapter.name,
                             error=type(exc).__name__)
         await parts.delivery.load_unreachable()
-        self.replica = await self._start_replica(stack, parts)
+        self.replica = replica_for(parts, self.config.gateway.replicas, home=str(self.paths.root),
+                                   locked=self._take_locks, clock=self._clock,
+                                   on_retired=lambda: self.request_stop(1))
+        if self.replica is not None:  # storage.backend: postgres (docs/scale-out.md)
+            stack.push_async_callback(_quietly, "replica", self.replica.stop)
+            await self.replica.start()
         self.paths.cache.mkdir(parents=True, exist_ok=True)
         stack.push_async_callback(_quietly, "adapters", parts.supervisor.stop)
         await parts.supervisor.start()
@@ -249,7 +261,7 @@ class GatewayRunner:
             return
         await self._recover(parts)
         await parts.manager.open_intake()  # events that arrived meanwhile, after recovered work
-        if self.replica is not None:
+        if self.replica is not None:  # its heartbeat and sweep
             self.replica.run_duties()
         self.notifier.ready(f"{len(adapters)} adapter(s) connected")
         self._start_duties(stack, parts)
@@ -293,19 +305,6 @@ class GatewayRunner:
         log.error("storage_writer_stopped", error=type(exc).__name__, exit_code=EXIT_STORAGE)
         self.request_stop(EXIT_STORAGE)
 
-    async def _start_replica(self, stack: AsyncExitStack,
-                             parts: GatewayParts) -> ReplicaRuntime | None:
-        """With `storage.backend: postgres` this process is a replica (docs/scale-out.md)."""
-        if parts.replicas is None:
-            return None
-        runtime = ReplicaRuntime(parts.store, parts.replicas, parts.manager,
-                                 self.config.gateway.replicas, home=str(self.paths.root),
-                                 retire_same_home=self._take_locks, leaders=parts.leaders,
-                                 on_retired=lambda: self.request_stop(1), clock=self._clock)
-        stack.push_async_callback(_quietly, "replica", runtime.stop)
-        await runtime.start()
-        return runtime
-
     async def _start_mcp(self, stack: AsyncExitStack) -> list[ToolSource]:
         """The MCP servers of `mcp_servers` (none: the SDK is not even imported). Start-up
         waits for their first connection attempt at most `STARTUP_WAIT_S`; a server that is
@@ -328,10 +327,10 @@ class GatewayRunner:
         try:
             web = WebTools.from_config(self.config)
             stack.push_async_callback(_quietly, "web_tools", web.aclose)
-            self._media = web.media
+            self._media, self._voice = web.media, web.voice
             agents = AgentFactory(self.config, self.paths, tools=web.tools,
-                                  tool_sources=tool_sources)
-        except KeyError as exc:
+                                  tool_sources=tool_sources, memory=build_memory(self.config))
+        except (KeyError, MemoryLoadError) as exc:
             raise ConfigurationError(str(exc)) from exc
         stack.push_async_callback(_quietly, "agents", agents.aclose)
         return agents
@@ -411,9 +410,12 @@ class GatewayRunner:
         def caches() -> list[Path]:
             return [self.paths.cache, *spaces.tool_output_dirs()]
 
+        mb = 1024 * 1024
         self._duty(stack, "housekeeping", prune_forever(
             parts.store, gw.ledger_retention_days, self._clock, cache_dirs=caches,
-            cache_days=gw.media.cache_retention_days))
+            cache_days=gw.media.cache_retention_days,
+            cache_limits=CacheLimits(self.paths.cache, int(gw.media.cache_max_mb * mb),
+                                     int(gw.media.chat_cache_max_mb * mb))))
         if gw.unhealthy_exit_s > 0 and parts.adapters:
             self._duty(stack, "escalation",
                        self._escalate_when_disconnected(parts.supervisor, gw.unhealthy_exit_s))

@@ -26,6 +26,7 @@ from storage.ports import (
     Reachability,
     ReplicaLedger,
     Reports,
+    ReviewLedger,
     SearchIndex,
     SessionReader,
     SessionWriter,
@@ -42,7 +43,7 @@ class AnyStore(SessionReader, SessionWriter, MessageLog, LiveTranscript, Lineage
                SearchIndex, UsageLedger, GuardStore, LeaseStore, CompactionCommitter,
                DedupLedger, HeldEvents, PairingStore, Reachability, OutboxLedger,
                CursorLedger, Maintenance, StoreLifecycle, ApprovalLedger, Reports,
-               ReplicaLedger, Protocol):
+               ReplicaLedger, ReviewLedger, Protocol):
     """Every port: what either backend's store is."""
 
 

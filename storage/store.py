@@ -23,6 +23,7 @@ from storage.ops import OpsMixin
 from storage.pairing import PairingMixin
 from storage.replicas import ReplicasMixin
 from storage.reports import ReportsMixin
+from storage.reviews import ReviewsMixin
 from storage.search import SearchMixin
 from storage.sessions import SessionsMixin
 
@@ -44,6 +45,7 @@ class StateStore(
     InboxMixin,
     PairingMixin,
     ApprovalsMixin,
+    ReviewsMixin,
     ReportsMixin,
     OpsMixin,
     ReplicasMixin,
@@ -123,6 +125,6 @@ if TYPE_CHECKING:  # the type checker proves `StateStore` implements every stora
             ports.LeaseStore, ports.CompactionCommitter, ports.DedupLedger, ports.HeldEvents,
             ports.OutboxLedger, ports.Reachability, ports.CursorLedger, ports.PairingStore,
             ports.Maintenance, ports.StoreLifecycle, ports.ApprovalLedger, ports.Reports,
-            ports.ReplicaLedger,
-        ] = (store,) * 21
+            ports.ReplicaLedger, ports.ReviewLedger,
+        ] = (store,) * 22
         del checks

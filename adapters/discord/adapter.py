@@ -141,8 +141,8 @@ class DiscordAdapter(BasePlatformAdapter):
         )
         self._client = client
         inbound = Inbound(
-            self.name, client, cache_dir=Path(ctx.cache_dir), max_bytes=ctx.max_attachment_bytes,
-            log=self._log, logger=ctx.logger,
+            self.name, client, cache_dir=Path(ctx.cache_dir), budget=ctx.download_budget,
+            log=self._log, logger=ctx.logger, download_timeout_s=ctx.download_timeout_s,
         )
         connect = (client.start(self.settings.plain_token()) if ctx.intake
                    else self._send_only(client, ctx))

@@ -31,7 +31,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Coroutine
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -43,7 +43,10 @@ from storage.ports import ReplicaLedger
 from storage.replicas import HandoverSubscription
 from storage.types import ReplicaInfo
 
-__all__ = ["LeaderRoles", "ReplicaRuntime", "new_replica_id"]
+if TYPE_CHECKING:
+    from gateway.wiring import GatewayParts
+
+__all__ = ["LeaderRoles", "ReplicaRuntime", "new_replica_id", "replica_for"]
 
 log = structlog.get_logger("gateway.replicas")
 
@@ -257,6 +260,18 @@ class ReplicaRuntime:
                 await self._take(key)
         finally:
             self._pending.pop(key, None)
+
+
+def replica_for(parts: GatewayParts, settings: ReplicasConfig, *, home: str, locked: bool,
+                on_retired: Callable[[], None],
+                clock: Callable[[], float] = time.time) -> ReplicaRuntime | None:
+    """The runtime of a gateway whose parts were wired as a replica (None: SQLite).
+    `locked`: the process holds its profile's single-instance lock."""
+    if parts.replicas is None:
+        return None
+    return ReplicaRuntime(parts.store, parts.replicas, parts.manager, settings, home=home,
+                          retire_same_home=locked, leaders=parts.leaders,
+                          on_retired=on_retired, clock=clock)
 
 
 def _listener_error(exc: BaseException, attempt: int) -> None:

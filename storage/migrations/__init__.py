@@ -25,6 +25,7 @@ from storage.migrations import (
     m0005_session_scope,
     m0006_held_claims,
     m0007_approvals,
+    m0008_self_reviews,
     m0009_replicas,
 )
 
@@ -57,6 +58,7 @@ STEPS: tuple[Step, ...] = _steps(
     m0005_session_scope,
     m0006_held_claims,
     m0007_approvals,
+    m0008_self_reviews,
     m0009_replicas,
 )
 MIGRATIONS: tuple[str, ...] = tuple(step.sqlite for step in STEPS)

@@ -31,6 +31,7 @@ TABLES = (
     "approved_users",
     "unreachable_chats",
     "approvals",
+    "self_reviews",
 )
 #: Tables of the running replicas (heartbeats, leases): emptied by `reset_data`, never
 #: copied by `hermes storage migrate` (they describe processes, not conversations).

@@ -35,6 +35,7 @@ from storage.postgres.schema import migrate
 from storage.postgres.search import PgSearchMixin
 from storage.replicas import HandoverSubscription, ReplicasMixin
 from storage.reports import ReportsMixin
+from storage.reviews import ReviewsMixin
 from storage.sessions import SessionsMixin
 from storage.sqlconn import Conn
 
@@ -94,6 +95,7 @@ class PostgresStore(
     InboxMixin,
     PairingMixin,
     ApprovalsMixin,
+    ReviewsMixin,
     ReportsMixin,
     OpsMixin,
     ReplicasMixin,
@@ -188,6 +190,6 @@ if TYPE_CHECKING:  # the type checker proves `PostgresStore` implements every st
             ports.LeaseStore, ports.CompactionCommitter, ports.DedupLedger, ports.HeldEvents,
             ports.OutboxLedger, ports.Reachability, ports.CursorLedger, ports.PairingStore,
             ports.Maintenance, ports.StoreLifecycle, ports.HistoryReader,
-            ports.ApprovalLedger, ports.Reports, ports.ReplicaLedger,
-        ] = (store,) * 22
+            ports.ApprovalLedger, ports.Reports, ports.ReplicaLedger, ports.ReviewLedger,
+        ] = (store,) * 23
         del checks
