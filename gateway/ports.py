@@ -218,6 +218,11 @@ class Capabilities:
     #: Its user is the operator of this machine (a terminal chat): always an admin, whatever
     #: `gateway.admins` says.
     operator: bool = False
+    #: Only one connection may receive for the bot's credential at a time (long polling, a
+    #: Socket Mode or gateway connection). With several gateway replicas one of them at a
+    #: time receives (it holds a leader lease); the others start the adapter with
+    #: `AdapterContext.intake` False: connected for sending only.
+    exclusive_intake: bool = False
 
 
 class CursorStore:
@@ -270,6 +275,10 @@ class AdapterContext:
     connected: Callable[[], None] = field(default=lambda: None)
     max_attachment_bytes: int = 25 * 1024 * 1024
     interact: Callable[[InteractionEvent], Awaitable[bool]] = field(default=_no_interactions)
+    #: False: connect for sending only and receive nothing (an `exclusive_intake` adapter on
+    #: a replica that is not its leader); call `connected()` once sends work, then wait
+    #: for the stop. Adapters without `exclusive_intake` are always started with True.
+    intake: bool = True
     #: All files of one message together (`gateway.media.max_message_mb`).
     max_message_bytes: int = 50 * 1024 * 1024
     #: Images per message, the same on every platform (`gateway.media.max_images_per_message`).

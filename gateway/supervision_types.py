@@ -21,6 +21,8 @@ __all__ = [
 class AdapterState(StrEnum):
     STARTING = "starting"
     CONNECTED = "connected"
+    #: Connected for sending only: another replica runs this intake (a leader lease).
+    STANDBY = "standby"
     STALLED = "stalled"
     BACKOFF = "backoff"
     FAILED_FATAL = "failed_fatal"
@@ -67,6 +69,11 @@ class AdapterStatus:
     @property
     def connected(self) -> bool:
         return self.state is AdapterState.CONNECTED
+
+    @property
+    def serving(self) -> bool:
+        """Connected, or on standby (sends work; another replica receives)."""
+        return self.state in (AdapterState.CONNECTED, AdapterState.STANDBY)
 
     def to_dict(self) -> dict[str, Any]:
         return {

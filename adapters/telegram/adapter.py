@@ -89,6 +89,7 @@ class TelegramAdapter(BasePlatformAdapter):
             max_length=4096, length_measure="utf16", dialect="telegram_html",
             rate_profile=RATE_PROFILE,
             liveness_window_s=max(self.settings.poll_timeout_s + 30.0, 40.0) if polling else 0.0,
+            exclusive_intake=polling,
         )
         self.me: BotIdentity | None = None
         self.webhook_port: int | None = None
@@ -147,6 +148,10 @@ class TelegramAdapter(BasePlatformAdapter):
                                error=error_text(exc, self.settings.plain_token()))
 
     async def _run_polling(self, bot: Bot, ctx: AdapterContext, stop: asyncio.Event) -> None:
+        if not ctx.intake:  # another replica polls this bot; this one only sends
+            ctx.connected()
+            await stop.wait()
+            return
         try:
             await bot.delete_webhook(drop_pending_updates=False)
         except tg_error.TelegramError as exc:

@@ -41,6 +41,7 @@ __all__ = [
     "ModelConfig",
     "PlatformsConfig",
     "ProviderConfig",
+    "ReplicasConfig",
     "ReviewConfig",
     "SessionResetConfig",
     "SkillsConfig",
@@ -222,6 +223,25 @@ class MediaConfig(ConfigModel):
     first, so one busy chat cannot push every other chat's files out. 0 = no limit."""
 
 
+class ReplicasConfig(ConfigModel):
+    """Several gateways on one PostgreSQL database (docs/scale-out.md). Only used with
+    `storage.backend: postgres`, where every gateway process is a replica (one alone is a
+    set of one); ignored on SQLite."""
+
+    lease_s: float = Field(default=15.0, ge=1.0)
+    """How long a replica's heartbeat, session leases and leader leases last without
+    renewal: a crashed replica's sessions and intake move to another after at most this."""
+    heartbeat_s: float = Field(default=0.0, ge=0)
+    """How often leases are renewed. 0 = a third of `lease_s`."""
+    sweep_s: float = Field(default=1.0, gt=0)
+    """How often a replica looks for sessions whose queue has no live owner."""
+    stale_handover_s: float = Field(default=2.0, gt=0)
+    """An event handed over to a live owner but not claimed for this long wakes it again."""
+
+    def heartbeat_interval(self) -> float:
+        return self.heartbeat_s or self.lease_s / 3
+
+
 class GatewayConfig(ConfigModel):
     busy_mode: Literal["interrupt", "queue", "steer"] = "interrupt"
     drain_timeout_s: float = Field(default=30.0, ge=0)
@@ -246,6 +266,7 @@ class GatewayConfig(ConfigModel):
     unhealthy_exit_s: float = Field(default=900.0, ge=0)
     """No adapter connected for this long (after start): exit 1 so the service manager
     restarts the whole process. 0 = never."""
+    replicas: ReplicasConfig = Field(default_factory=ReplicasConfig)
     ledger_retention_days: float = Field(default=7.0, ge=1)
     """Dedup records, finished outbox rows and expired pairing codes older than this are
     deleted (at start and hourly). Sessions and messages are never deleted."""

@@ -23,6 +23,7 @@ from agent_core.interrupt import InterruptSignal
 from agent_core.memory import TurnMemory
 from gateway.agents import AgentFactory
 from gateway.approvals import ApprovalDesk
+from gateway.delivery.recovery import abandon_final
 from gateway.delivery.service import DeliveryService, PreparedFinal, ReplyTarget
 from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
@@ -45,6 +46,8 @@ from gateway.turns.steering import SteerDesk, Steering
 from gateway.turns.transcript import TurnTranscript
 from gateway.turns.usage import UsageRecorder
 from hermes_common.backoff import Backoff
+from storage.errors import FenceRejected
+from storage.fencing import current_fence
 from storage.types import Session
 
 __all__ = ["TurnService", "TurnSettings", "build_turns"]
@@ -147,19 +150,15 @@ class TurnService:
             try:
                 leftover = await self._turn(key, events, target, interrupt, finished)
             except Exception as exc:
-                ok, error = False, type(exc).__name__
-                log.exception("turn_crashed", session_key=key)
-                await self._delivery.notify(
-                    target, f"⚠️ Sorry, something went wrong ({type(exc).__name__}). "
-                    "Please try again, or send /new to start over.")
-                # The user is told it failed (and may resend): not re-run after a restart.
-                # Shielded: a newer message interrupting (cancelling) this turn must not
-                # cut the retry short.
-                release = asyncio.create_task(self._release_crashed(key, events),
-                                              name=f"turn-release:{key}")
-                self._background.add(release)
-                release.add_done_callback(self._background.discard)
-                await asyncio.shield(release)
+                if isinstance(exc, FenceRejected) and current_fence() is not None:
+                    # This replica lost the session mid-turn (another replica took it
+                    # over): nothing of the turn was stored or sent, its events stay held
+                    # and the new owner answers them. Nothing to tell the user.
+                    ok, error = False, "lease_lost"
+                    log.warning("turn_fenced", session_key=key, outcome=exc.outcome)
+                else:
+                    ok, error = False, type(exc).__name__
+                    await self._crashed(key, events, target, exc)
             finally:
                 for ev in events:
                     await self._delivery.turn_complete(ReplyTarget.of(ev), ok=ok, error=error)
@@ -168,6 +167,21 @@ class TurnService:
                     # here and runs on its own pool, never ahead of the reply.
                     self._reviews.after_turn(finished[0])
         return leftover
+
+    async def _crashed(self, key: str, events: list[MessageEvent], target: ReplyTarget,
+                       exc: Exception) -> None:
+        log.exception("turn_crashed", session_key=key, exc_info=exc)
+        await self._delivery.notify(
+            target, f"⚠️ Sorry, something went wrong ({type(exc).__name__}). "
+            "Please try again, or send /new to start over.")
+        # The user is told it failed (and may resend): not re-run after a restart.
+        # Shielded: a newer message interrupting (cancelling) this turn must not cut the
+        # retry short.
+        release = asyncio.create_task(self._release_crashed(key, events),
+                                      name=f"turn-release:{key}")
+        self._background.add(release)
+        release.add_done_callback(self._background.discard)
+        await asyncio.shield(release)
 
     async def _release_crashed(self, key: str, events: list[MessageEvent]) -> None:
         """Let go of a crashed turn's held events, retrying for about 30 s (a full disk
@@ -420,8 +434,13 @@ class TurnService:
             messages = [m for m in messages if m.get("finish_reason") != "interrupted"]
         if messages:
             taken = steering.taken
-            sid, _ = await self._store.append_live(
-                session.id, messages, release=event_keys(taken))
+            try:
+                sid, _ = await self._store.append_live(
+                    session.id, messages, release=event_keys(taken))
+            except FenceRejected:
+                if final is not None:  # recorded in time, never to be sent from here
+                    await abandon_final(self._delivery, final)
+                raise
             steering.released = len(taken)
             if sid != session.id:
                 session = await self._store.get_session(sid) or session

@@ -105,6 +105,9 @@ class FakeBotApi:
         self.webhook: dict[str, Any] | None = None
         self.webhook_posts: list[tuple[int, int]] = []  # (update_id, HTTP status)
         self.conflicts_next = 0
+        #: Long polls cut short by a newer getUpdates (two pollers on one token: Telegram's
+        #: "terminated by other getUpdates request" 409).
+        self.superseded = 0
         self.hold_updates = False
         self.slow_s = 0.0  # every call but getUpdates waits this long before it is answered
         self._failures: list[tuple[frozenset[str], ApiError]] = []
@@ -422,6 +425,7 @@ class FakeBotApi:
             self._cond.notify_all()
             while True:
                 if self._poll_gen != mine:
+                    self.superseded += 1
                     raise ApiError(409, CONFLICT_OTHER)
                 if self._drop_gen != drops:
                     if request.transport is not None:
