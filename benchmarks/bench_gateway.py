@@ -1,6 +1,10 @@
 """End-to-end cost of the gateway runtime (issue 5, deliverable 10).
 
-Run: .venv/bin/python benchmarks/bench_gateway.py [--quick] [--profile]
+Run: .venv/bin/python benchmarks/bench_gateway.py [--quick] [--profile] [--backend postgres]
+
+`--backend postgres` prints the replicas figures instead (benchmarks/bench_replicas.py):
+events/s with 1, 2 and 3 replicas on one PostgreSQL database and the handover path's
+overhead, with one SQLite gateway in the same run.
 
 The real `GatewayRunner` runs in this process with a lean in-memory adapter (it keeps only
 timestamps, so the adapter's own bookkeeping is not measured), and the agent calls an instant
@@ -674,9 +678,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (CI smoke run)")
     parser.add_argument("--profile", action="store_true", help="cProfile the message runs")
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
+                        help="postgres: the replicas figures (benchmarks/bench_replicas.py)")
     from gateway.eventloop import run
 
-    run(main_async(parser.parse_args()))  # the loop `hermes gateway run` uses
+    args = parser.parse_args()
+    if args.backend == "postgres":
+        from benchmarks.bench_replicas import main_async as replicas_main
+
+        run(replicas_main(args))
+        return
+    run(main_async(args))  # the loop `hermes gateway run` uses
 
 
 if __name__ == "__main__":

@@ -84,6 +84,7 @@ class InboundRouter:
         group_commands: GroupCommands = "admins",
         spaces: UserSpaces | None = None,
         boot_id: str | None = None,
+        shield_intake: bool = False,
     ) -> None:
         """`spaces`: inbound attachments are moved into their chat's cache folder there.
         `boot_id` (this process's lifetime) claims each dedup record until the event's fate
@@ -99,6 +100,7 @@ class InboundRouter:
         self._policy = policy
         self._group_commands: GroupCommands = group_commands
         self._spaces = spaces
+        self._shield = shield_intake
         self._tasks: set[asyncio.Task[Any]] = set()
         self.routed = 0
         self._pipeline = Pipeline([
@@ -123,7 +125,14 @@ class InboundRouter:
         moved, no ack sent, no cursor advanced), so the platform delivers it again."""
         item = Inbound(event=event, capabilities=self._caps(event))
         try:
-            await self._pipeline.run(item)
+            if self._shield:
+                # Replicas: an adapter stopped mid-emit (its leader lease moved) must not
+                # cut the event off between its dedup record, which this live replica's
+                # claim keeps, and its hold: the redelivery to the new leader would be a
+                # repeat and the event lost. The event's intake finishes on its own.
+                await asyncio.shield(self._spawn_intake(item))
+            else:
+                await self._pipeline.run(item)
         except Exception as exc:
             if not item.recorded and isinstance(exc, STORAGE_FAILURES):
                 log.warning("inbound_not_recorded", platform=event.platform,
@@ -140,6 +149,12 @@ class InboundRouter:
             self._spawn(self._store.inbound_settle([(event.platform, event.event_id)]),
                         "settle")
         return item.new
+
+    def _spawn_intake(self, item: Inbound) -> asyncio.Task[Inbound]:
+        task = asyncio.create_task(self._pipeline.run(item), name="inbound-intake")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def interact(self, event: InteractionEvent) -> bool:
         """A button press: handled as its command sent by the presser in that chat, through
@@ -220,7 +235,7 @@ class InboundRouter:
 
     async def _route(self, item: Inbound, nxt: Next) -> None:
         ev = item.event
-        if not ev.text.strip() and not ev.attachments:
+        if not ev.text.strip() and not ev.attachments and not ev.skipped:
             item.drop("empty")
             return
         key = session_key(ev, group_sessions_per_user=self._per_user)

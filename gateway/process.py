@@ -18,6 +18,7 @@ __all__ = [
     "EXIT_FORCED",
     "EXIT_STORAGE",
     "SHUTDOWN_GRACE_S",
+    "detect_ca_bundle",
     "hard_exit",
     "process_stats",
     "resettle_heap",
@@ -131,3 +132,20 @@ def process_stats() -> dict[str, Any]:
         pass
     return {"rss_bytes": rss, "threads": threading.active_count(),
             "tasks": len(asyncio.all_tasks())}
+
+
+def detect_ca_bundle() -> str | None:
+    """Point OpenSSL at certifi's bundle when the system gives none (minimal containers)."""
+    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+        return os.environ.get("SSL_CERT_FILE")
+    import ssl
+
+    default = ssl.get_default_verify_paths()
+    if default.cafile and os.path.exists(default.cafile):
+        return default.cafile
+    try:
+        import certifi
+    except ImportError:
+        return None
+    os.environ["SSL_CERT_FILE"] = certifi.where()
+    return certifi.where()

@@ -12,14 +12,16 @@ from gateway.delivery.service import DeliveryService, ReplyTarget
 from gateway.events import ChatType, MessageEvent, UserRef
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
+from storage.types import Session
 
-__all__ = ["recover_held", "recover_unanswered"]
+__all__ = ["recover_held", "recover_session_turn", "recover_unanswered"]
 
 log = structlog.get_logger("gateway.recovery")
 
 RERUN_MAX_AGE_S = 3600.0
 LOOKBACK_S = 24 * 3600.0
 RESUME_NOTICE = "🔄 The gateway restarted while I was answering; picking your message up again."
+TAKEOVER_NOTICE = "🔄 Another gateway replica took this conversation over; answering again."
 LOST_NOTICE = ("⚠️ The gateway restarted before I could answer your last message. "
                "Please send it again if you still need an answer.")
 
@@ -32,35 +34,45 @@ async def recover_unanswered(store: Any, manager: SessionManager, delivery: Deli
     now = time.time() if now is None else now
     rerun = 0
     for s in await store.list_sessions(live_only=True, limit=1000):
-        if not _can_push(adapters, s.source) or not s.chat_id or not s.session_key:
-            continue
-        if (s.last_activity or s.started_at) < now - LOOKBACK_S:
-            continue
-        last_id = await store.last_message_id(s.id)
-        msg = await store.get_message(last_id) if last_id is not None else None
-        if not msg or msg.get("role") != "user":
-            continue
-        ts = float(msg.get("_ts") or 0)
-        latest = await store.outbox_latest_for_session(s.id)
-        if latest is not None and latest.created_at >= ts:
-            continue
-        event = MessageEvent(
-            platform=s.source, event_id=f"recovery:{s.id}:{last_id}", chat_id=s.chat_id,
-            chat_type=ChatType(s.chat_type or "dm"), thread_id=s.thread_id,
-            user=UserRef(id=s.user_id or "unknown"), text=str(msg.get("content") or ""),
-            message_id=msg.get("_platform_message_id"), raw={"recovered_message_id": last_id},
-        )
-        target = ReplyTarget.of(event)
-        if now - ts <= RERUN_MAX_AGE_S:
-            await delivery.notify(target, RESUME_NOTICE)
-            await manager.dispatch(s.session_key, event, recovered=True)
-            rerun += 1
-        else:
-            await delivery.notify(target, LOST_NOTICE)
-            # Recorded as the answer, so the history alternates and no later restart repeats it.
-            await store.append_messages(s.id, [{"role": "assistant", "content": LOST_NOTICE,
-                                                "_notice": True}])
-        log.info("unanswered_turn_found", session_id=s.id, rerun=now - ts <= RERUN_MAX_AGE_S)
+        rerun += await recover_session_turn(store, manager, delivery, s, adapters=adapters,
+                                            now=now)
+    return rerun
+
+
+async def recover_session_turn(store: Any, manager: SessionManager, delivery: DeliveryService,
+                               s: Session, *, adapters: Mapping[str, Any], now: float,
+                               notice: str = RESUME_NOTICE) -> bool:
+    """One session of `recover_unanswered` (also a replica taking a session over from one
+    that died mid-turn). Returns whether its turn is re-run."""
+    if not _can_push(adapters, s.source) or not s.chat_id or not s.session_key:
+        return False
+    if (s.last_activity or s.started_at) < now - LOOKBACK_S:
+        return False
+    last_id = await store.last_message_id(s.id)
+    msg = await store.get_message(last_id) if last_id is not None else None
+    if not msg or msg.get("role") != "user":
+        return False
+    ts = float(msg.get("_ts") or 0)
+    latest = await store.outbox_latest_for_session(s.id)
+    if latest is not None and latest.created_at >= ts:
+        return False
+    event = MessageEvent(
+        platform=s.source, event_id=f"recovery:{s.id}:{last_id}", chat_id=s.chat_id,
+        chat_type=ChatType(s.chat_type or "dm"), thread_id=s.thread_id,
+        user=UserRef(id=s.user_id or "unknown"), text=str(msg.get("content") or ""),
+        message_id=msg.get("_platform_message_id"), raw={"recovered_message_id": last_id},
+    )
+    target = ReplyTarget.of(event)
+    rerun = now - ts <= RERUN_MAX_AGE_S
+    if rerun:
+        await delivery.notify(target, notice)
+        await manager.dispatch(s.session_key, event, recovered=True)
+    else:
+        await delivery.notify(target, LOST_NOTICE)
+        # Recorded as the answer, so the history alternates and no later restart repeats it.
+        await store.append_messages(s.id, [{"role": "assistant", "content": LOST_NOTICE,
+                                            "_notice": True}])
+    log.info("unanswered_turn_found", session_id=s.id, rerun=rerun)
     return rerun
 
 

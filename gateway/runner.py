@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import socket
 import time
@@ -31,7 +30,7 @@ from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
 from gateway.delivery.service import DeliveryService
 from gateway.eventloop import loop_name
 from gateway.health import HealthServer
-from gateway.housekeeping import prune_forever
+from gateway.housekeeping import CacheLimits, prune_forever
 from gateway.inbound import InboundRouter
 from gateway.media import MediaReader
 from gateway.media.replies import VoiceReplies
@@ -43,6 +42,7 @@ from gateway.process import (
     EXIT_FORCED,
     EXIT_STORAGE,
     SHUTDOWN_GRACE_S,
+    detect_ca_bundle,
     hard_exit,
     settle_heap,
     shutdown_deadline,
@@ -50,10 +50,11 @@ from gateway.process import (
 )
 from gateway.recovery import recover_held, recover_unanswered
 from gateway.registry import create_adapter
+from gateway.replicas import ReplicaRuntime, replica_for
 from gateway.sdnotify import SdNotifier
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
-from gateway.status import compression_status, sessions_status
+from gateway.status import compression_status, replicas_status, sessions_status
 from gateway.supervisor import AdapterSupervisor
 from gateway.turns import TurnService
 from gateway.watchdog import LoopWatchdog
@@ -69,29 +70,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle"]
 
-
 log = structlog.get_logger("gateway.runner")
 
 
 class ConfigurationError(Exception):
     """The configuration cannot run (exit 78: a service manager must not restart)."""
-
-
-def detect_ca_bundle() -> str | None:
-    """Point OpenSSL at certifi's bundle when the system gives none (minimal containers)."""
-    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
-        return os.environ.get("SSL_CERT_FILE")
-    import ssl
-
-    default = ssl.get_default_verify_paths()
-    if default.cafile and os.path.exists(default.cafile):
-        return default.cafile
-    try:
-        import certifi
-    except ImportError:
-        return None
-    os.environ["SSL_CERT_FILE"] = certifi.where()
-    return certifi.where()
 
 
 class GatewayRunner:
@@ -137,6 +120,7 @@ class GatewayRunner:
         #: The MCP servers' connections, when `mcp_servers` names any.
         self.mcp: McpHub | None = None
         self._media: MediaReader | None = None
+        self.replica: ReplicaRuntime | None = None  # storage.backend: postgres, once started
         self._voice: VoiceReplies | None = None
         self.notifier = SdNotifier.from_env(unset_environment=True)
 
@@ -254,6 +238,7 @@ class GatewayRunner:
             stack.push_async_callback(_quietly, "reviews", parts.reviews.close)
         stack.push_async_callback(_quietly, "delivery", parts.delivery.close)
         stack.push_async_callback(_quietly, "inbound", parts.inbound.close)
+        stack.push_async_callback(_quietly, "turns", parts.turns.aclose)
         for adapter in adapters.values():
             try:
                 adapter.commands_menu(parts.commands.menu())
@@ -261,6 +246,12 @@ class GatewayRunner:
                 log.warning("commands_menu_failed", adapter=adapter.name,
                             error=type(exc).__name__)
         await parts.delivery.load_unreachable()
+        self.replica = replica_for(parts, self.config.gateway.replicas, home=str(self.paths.root),
+                                   locked=self._take_locks, clock=self._clock,
+                                   on_retired=lambda: self.request_stop(1))
+        if self.replica is not None:  # storage.backend: postgres (docs/scale-out.md)
+            stack.push_async_callback(_quietly, "replica", self.replica.stop)
+            await self.replica.start()
         self.paths.cache.mkdir(parents=True, exist_ok=True)
         stack.push_async_callback(_quietly, "adapters", parts.supervisor.stop)
         await parts.supervisor.start()
@@ -271,6 +262,8 @@ class GatewayRunner:
             return
         await self._recover(parts)
         await parts.manager.open_intake()  # events that arrived meanwhile, after recovered work
+        if self.replica is not None:  # its heartbeat and sweep
+            self.replica.run_duties()
         self.notifier.ready(f"{len(adapters)} adapter(s) connected")
         self._start_duties(stack, parts)
 
@@ -288,6 +281,8 @@ class GatewayRunner:
 
         lock = await asyncio.to_thread(instance.acquire, self.paths.root, replace=self._replace)
         stack.callback(_release, "instance", lock)
+        if self.config.storage.backend == "postgres":
+            return  # replicas share bot tokens; one poller per token is a leader lease
         for name, settings in self.config.platforms.enabled_blocks().items():
             credential = settings.credential()
             if credential:
@@ -381,8 +376,8 @@ class GatewayRunner:
             supervisor=parts.supervisor, metrics=self.metrics, storage_probe=storage_ok,
             host=hc.host, port=port, ephemeral=self._health_port == 0,
             status_providers={"sessions": sessions_status(parts, expose_ids=hc.expose_ids),
-                              "compression": compression_status(parts,
-                                                                expose_ids=hc.expose_ids),
+                              "compression": compression_status(parts, expose_ids=hc.expose_ids),
+                              "replicas": replicas_status(self.replica, clock=self._clock),
                               **({"mcp": self.mcp.status} if self.mcp is not None else {})},
             watchdog=watchdog, version=_version(),
             token=hc.token.get_secret_value() if hc.token is not None else None)
@@ -399,7 +394,7 @@ class GatewayRunner:
             return
         from gateway.dashboard.wire import dashboard_for
 
-        self.dashboard = dashboard_for(dc, parts, _version(),
+        self.dashboard = dashboard_for(dc, parts, _version(), replicas=self.replica,
                                        port=0 if self._health_port == 0 else None)
         try:
             await self.dashboard.start()
@@ -416,9 +411,12 @@ class GatewayRunner:
         def caches() -> list[Path]:
             return [self.paths.cache, *spaces.tool_output_dirs()]
 
+        mb = 1024 * 1024
         self._duty(stack, "housekeeping", prune_forever(
             parts.store, gw.ledger_retention_days, self._clock, cache_dirs=caches,
-            cache_days=gw.media.cache_retention_days))
+            cache_days=gw.media.cache_retention_days,
+            cache_limits=CacheLimits(self.paths.cache, int(gw.media.cache_max_mb * mb),
+                                     int(gw.media.chat_cache_max_mb * mb))))
         if gw.unhealthy_exit_s > 0 and parts.adapters:
             self._duty(stack, "escalation",
                        self._escalate_when_disconnected(parts.supervisor, gw.unhealthy_exit_s))
@@ -438,7 +436,7 @@ class GatewayRunner:
         last_ok = time.monotonic()
         while True:
             await asyncio.sleep(min(10.0, max(window / 10, 0.05)))
-            if any(st.state == "connected" for st in supervisor.snapshot()):
+            if any(st.serving for st in supervisor.snapshot()):
                 last_ok = time.monotonic()
             elif time.monotonic() - last_ok >= window:
                 log.error("no_adapter_connected", seconds=round(window),
@@ -448,10 +446,13 @@ class GatewayRunner:
 
     async def _recover(self, parts: GatewayParts) -> None:
         resent, expired = await parts.delivery.recover()
-        rerun = await recover_unanswered(parts.store, parts.manager, parts.delivery,
-                                         adapters=parts.adapters, now=self._clock())
-        held = await recover_held(parts.inbox, parts.manager, parts.delivery,
-                                  adapters=parts.adapters, now=self._clock())
+        if self.replica is not None:  # sessions no live replica owns (docs/scale-out.md)
+            rerun, held = 0, await self.replica.recover()
+        else:
+            rerun = await recover_unanswered(parts.store, parts.manager, parts.delivery,
+                                             adapters=parts.adapters, now=self._clock())
+            held = await recover_held(parts.inbox, parts.manager, parts.delivery,
+                                      adapters=parts.adapters, now=self._clock())
         log.info("gateway_ready", adapters=sorted(parts.adapters), resent=resent,
                  expired=expired, rerun=rerun, requeued=held, parked=parts.manager.parked_count,
                  boot_id=parts.inbox.boot_id, host=socket.gethostname(),

@@ -12,6 +12,7 @@ from hermes_common.backoff import Backoff
 __all__ = [
     "AdapterState",
     "AdapterStatus",
+    "InboundMediaLimits",
     "MemoryCursorStore",
     "SupervisorSettings",
 ]
@@ -20,10 +21,22 @@ __all__ = [
 class AdapterState(StrEnum):
     STARTING = "starting"
     CONNECTED = "connected"
+    #: Connected for sending only: another replica runs this intake (a leader lease).
+    STANDBY = "standby"
     STALLED = "stalled"
     BACKOFF = "backoff"
     FAILED_FATAL = "failed_fatal"
     STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMediaLimits:
+    """What every adapter's context says about inbound files besides the per-file cap
+    (`gateway.media`: `max_message_mb`, `max_images_per_message`, `download_timeout_s`)."""
+
+    max_message_bytes: int = 50 * 1024 * 1024
+    max_images: int = 4
+    download_timeout_s: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +69,11 @@ class AdapterStatus:
     @property
     def connected(self) -> bool:
         return self.state is AdapterState.CONNECTED
+
+    @property
+    def serving(self) -> bool:
+        """Connected, or on standby (sends work; another replica receives)."""
+        return self.state in (AdapterState.CONNECTED, AdapterState.STANDBY)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -36,6 +36,7 @@ from gateway.ports import AdapterContext, AdapterFatalError, BasePlatformAdapter
 from gateway.supervision_types import (
     AdapterState,
     AdapterStatus,
+    InboundMediaLimits,
     MemoryCursorStore,
     SupervisorSettings,
 )
@@ -59,6 +60,18 @@ class _Outcome(StrEnum):
     STOPPED = "stopped"
     FATAL = "fatal"
     FAILED = "failed"
+    HANDOFF = "handoff"  # the leader role flipped: run again with or without intake
+
+
+class IntakeGate(Protocol):
+    """A leader lease deciding whether this process receives for an adapter
+    (`gateway.replicas.leader.LeaderGate`)."""
+
+    @property
+    def leader(self) -> bool: ...
+
+    @property
+    def changed(self) -> asyncio.Event: ...
 
 
 @dataclass(slots=True, eq=False)
@@ -78,6 +91,8 @@ class _Slot:
     stop_requested: bool = False
     stop_error: BaseException | None = None
     settled: asyncio.Event = field(default_factory=asyncio.Event)
+    gate: IntakeGate | None = None
+    standby: bool = False
 
 
 class AdapterSupervisor:
@@ -97,6 +112,7 @@ class AdapterSupervisor:
         interact: Callable[[InteractionEvent], Awaitable[bool]] | None = None,
         cursors_for: Callable[[str], CursorStore] | None = None,
         max_attachment_bytes: int = 25 * 1024 * 1024,
+        media: InboundMediaLimits | None = None,
         metrics: GatewayMetrics | None = None,
         activity: AdapterActivity | None = None,
         settings: SupervisorSettings | None = None,
@@ -104,12 +120,17 @@ class AdapterSupervisor:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         random: Callable[[], float] = _random.random,
+        gates: Mapping[str, IntakeGate] | None = None,
     ) -> None:
-        self._slots = {name: _Slot(name, adapter) for name, adapter in adapters.items()}
+        """`gates`: adapters whose intake runs on one replica at a time; while the gate says
+        this process is not the leader the adapter runs for sending only (`standby`)."""
+        self._slots = {name: _Slot(name, adapter, gate=(gates or {}).get(name))
+                       for name, adapter in adapters.items()}
         self._emit = emit
         self._interact = interact
         self._cache_dir = cache_dir
         self._max_attachment_bytes = max_attachment_bytes
+        self._media = media or InboundMediaLimits()
         self._cursors_for = cursors_for or (lambda _name: MemoryCursorStore())
         self._metrics = metrics
         #: Last inbound/outbound per adapter; delivery records sends into the same object.
@@ -174,7 +195,7 @@ class AdapterSupervisor:
             f"adapter {st.name} is {st.state.value}"
             + (f" ({st.last_error})" if st.last_error else "")
             for st in self.snapshot()
-            if not st.connected
+            if not st.serving
         ]
         return not reasons, reasons
 
@@ -206,6 +227,8 @@ class AdapterSupervisor:
         state = slot.state
         if state is AdapterState.CONNECTED and self._stale(slot, now_mono):
             state = AdapterState.STALLED
+        elif state is AdapterState.CONNECTED and slot.standby:
+            state = AdapterState.STANDBY
         return AdapterStatus(
             name=slot.name,
             state=state,
@@ -219,6 +242,8 @@ class AdapterSupervisor:
         )
 
     def _stale(self, slot: _Slot, now: float) -> bool:
+        if slot.standby:
+            return False  # receives nothing by design
         window = slot.adapter.capabilities.liveness_window_s
         last = slot.last_progress if slot.last_progress is not None else slot.connected_since
         return window > 0 and last is not None and now - last > window
@@ -273,12 +298,23 @@ class AdapterSupervisor:
             logger=log.bind(adapter=slot.name),
             connected=connected,
             max_attachment_bytes=self._max_attachment_bytes,
+            intake=not slot.standby,
+            max_message_bytes=self._media.max_message_bytes,
+            max_images=self._media.max_images,
+            download_timeout_s=self._media.download_timeout_s,
         )
 
     async def _supervise(self, slot: _Slot) -> None:
         try:
             while not self._stopping.is_set():
+                if slot.gate is not None:
+                    slot.gate.changed.clear()
+                    slot.standby = not slot.gate.leader
                 outcome = await self._run_once(slot)
+                if outcome is _Outcome.HANDOFF:
+                    log.info("adapter_intake_handoff", adapter=slot.name,
+                             intake=not slot.standby)
+                    continue
                 if outcome is not _Outcome.FAILED or self._stopping.is_set():
                     break
                 slot.settled.set()
@@ -326,13 +362,28 @@ class AdapterSupervisor:
         self._set_state(slot, AdapterState.STARTING)
         started = self._clock()
         run = asyncio.create_task(slot.adapter.start(ctx), name=f"adapter:{slot.name}:run")
+        flip: asyncio.Task[Any] | None = None
+        if slot.gate is not None:  # a lost leader lease stops the intake at once
+            flip = asyncio.create_task(slot.gate.changed.wait(), name=f"adapter:{slot.name}:gate")
         try:
             while True:
-                done, _ = await asyncio.wait({run}, timeout=self.settings.check_interval_s)
-                if done:
+                waits: set[asyncio.Future[Any]] = {run} if flip is None else {run, flip}
+                done, _ = await asyncio.wait(waits, timeout=self.settings.check_interval_s,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if run in done:
                     break
                 if slot.stop_requested or self._stopping.is_set():
+                    if flip is not None and flip.done():
+                        flip = None
                     continue
+                gate = slot.gate
+                if gate is not None and gate.changed.is_set() and gate.leader == slot.standby:
+                    await self._halt(slot, ctx, run)
+                    return _Outcome.HANDOFF
+                if gate is not None and flip is not None and flip.done():
+                    gate.changed.clear()  # flipped and back: this run is still right
+                    flip = asyncio.create_task(gate.changed.wait(),
+                                               name=f"adapter:{slot.name}:gate")
                 reason = self._check_run(slot, started)
                 if reason is not None:
                     slot.last_error = reason
@@ -341,6 +392,8 @@ class AdapterSupervisor:
                     return _Outcome.FAILED
             return self._judge(slot, run)
         finally:
+            if flip is not None:
+                flip.cancel()
             if not run.done():
                 run.cancel()
                 await asyncio.wait({run}, timeout=self.settings.stop_timeout_s)

@@ -40,7 +40,7 @@ def vision_target(config: HermesConfig) -> tuple[str, str] | None:
     """(provider name, model) that `vision_analyze` uses, or None when there is none."""
     main_name = config.model.provider
     main = config.providers.get(main_name)
-    if main is not None and main.vision:
+    if main is not None and main.has_vision():
         return main_name, main.model
     if config.auxiliary.vision_model:
         return config.auxiliary.provider or main_name, config.auxiliary.vision_model
@@ -89,10 +89,11 @@ class WebTools:
         out.tools.append(web_extract_tool(fetch_settings))
         target = vision_target(config)
         main = config.providers.get(config.model.provider)
-        main_vision = main is not None and main.vision
+        main_vision = main is not None and main.has_vision()
         media = MediaSettings(vision=main_vision,
                               max_images=config.gateway.media.max_images_per_message,
-                              document_max_chars=config.gateway.media.document_max_chars)
+                              document_max_chars=config.gateway.media.document_max_chars,
+                              describe_for_history=config.gateway.media.describe_for_history)
         stt_off = "no speech-to-text provider is configured (stt.provider)"
         st = config.stt
         stt = config.providers.get(st.provider)
@@ -115,9 +116,17 @@ class WebTools:
             name, model = target
             vision = AuxSummarizer(provider_settings(name, config.providers[name], model=model))
             out.clients.append(vision)
-            if not main_vision:
-                out.media = MediaReader(media, describer=vision, transcriber=out.transcriber,
-                                        stt_off=stt_off)
+            # Without a vision main model it describes each image before the turn; with
+            # one, after the turn for the history (`describe_for_history`), by
+            # `auxiliary.vision_model` when one is set (cheaper than the main model).
+            describer = vision
+            if main_vision and config.auxiliary.vision_model:
+                aux = config.auxiliary.provider or config.model.provider
+                describer = AuxSummarizer(provider_settings(
+                    aux, config.providers[aux], model=config.auxiliary.vision_model))
+                out.clients.append(describer)
+            out.media = MediaReader(media, describer=describer, transcriber=out.transcriber,
+                                    stt_off=stt_off)
             out.tools.append(vision_tool(VisionSettings(model=vision, fetch=fetch_settings,
                                                         max_bytes=web.image_max_bytes)))
         for tool, reason in out.off.items():

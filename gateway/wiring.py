@@ -39,9 +39,13 @@ from gateway.paths import ProfilePaths
 from gateway.pipeline.authz import AccessPolicy
 from gateway.ports import BasePlatformAdapter, CursorStore, ToolProgress
 from gateway.principals import UserSpaces, audience_of
+from gateway.replicas.leader import LeaderGates
+from gateway.replicas.runtime import new_replica_id
+from gateway.replicas.sessions import ReplicaSessions
 from gateway.review import ReviewService, build_reviews
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
+from gateway.supervision_types import InboundMediaLimits
 from gateway.supervisor import AdapterSupervisor, SupervisorSettings
 from gateway.turns import ResetPolicy, TurnService, TurnSettings, build_turns
 from storage.ports import (
@@ -59,6 +63,7 @@ from storage.ports import (
     OutboxLedger,
     PairingStore,
     Reachability,
+    ReplicaLedger,
     Reports,
     ReviewLedger,
     SearchIndex,
@@ -77,7 +82,8 @@ log = structlog.get_logger("gateway.wiring")
 class GatewayStore(SessionReader, SessionWriter, MessageLog, LiveTranscript, LineageStore,
                    SearchIndex, UsageLedger, GuardStore, LeaseStore, CompactionCommitter,
                    DedupLedger, HeldEvents, PairingStore, Reachability, OutboxLedger,
-                   CursorLedger, Maintenance, ApprovalLedger, Reports, ReviewLedger,
+                   CursorLedger, Maintenance, ApprovalLedger, Reports, ReplicaLedger,
+                   ReviewLedger,
                    Protocol):
     """Every storage port the running gateway uses (the state store implements them all).
     Each component below is handed this store but typed with the narrower port it needs."""
@@ -114,6 +120,10 @@ class GatewayParts:
     commands: CommandRegistry
     inbound: InboundRouter
     supervisor: AdapterSupervisor
+    #: This replica's session leases (`storage.backend: postgres`); None on SQLite.
+    replicas: ReplicaSessions | None = None
+    #: The leader leases of its exclusive-intake adapters (polling, Socket Mode, Discord).
+    leaders: LeaderGates | None = None
 
 
 def access_policy(config: HermesConfig,
@@ -176,7 +186,9 @@ def wire(
         return adapter.settings.require_mention if adapter is not None else True
 
     activity = AdapterActivity(metrics)
-    boot_id = uuid.uuid4().hex  # claims what this process takes (held events, finals)
+    replicated = config.storage.backend == "postgres"
+    # claims what this process takes (held events, finals); with replicas, the replica id
+    boot_id = new_replica_id() if replicated else uuid.uuid4().hex
     delivery = DeliveryService(
         adapters, store,
         files=outbound_files(config, paths, agents.spaces),
@@ -200,10 +212,14 @@ def wire(
         reviews=reviews,
     )
     inbox = DurableInbox(store, boot_id=boot_id)
+    replicas = (ReplicaSessions(store, boot_id, lease_s=gw.replicas.lease_s,
+                                delivery=delivery, adapters=adapters, clock=clock)
+                if replicated else None)
     manager = SessionManager(
         turns, busy_mode=gw.busy_mode, mailbox_size=gw.mailbox_size,
         merge_window_s=gw.burst_merge_s, busy_ack_interval_s=gw.busy_ack_interval_s,
-        inbox=inbox, intake_open=False)  # opened by the runner after start-up recovery
+        inbox=inbox, intake_open=False,  # opened by the runner after start-up recovery
+        ownership=replicas)
     commands = builtin_registry()
     policy = access_policy(config, adapters)
     services = CommandServices(
@@ -215,19 +231,24 @@ def wire(
         store=store, adapters=adapters, delivery=delivery, manager=manager, commands=commands,
         command_services=services, policy=policy, require_mention=require_mention,
         group_sessions_per_user=gw.group_sessions_per_user, group_commands=gw.group_commands,
-        spaces=agents.spaces, boot_id=boot_id,
+        spaces=agents.spaces, boot_id=boot_id, shield_intake=replicated,
     )
+    leaders = (LeaderGates(store, boot_id, adapters, lease_s=gw.replicas.lease_s)
+               if replicated else None)
     supervisor = AdapterSupervisor(
-        adapters, emit=inbound.emit, interact=inbound.interact, cache_dir=paths.cache,
+        adapters, emit=inbound.emit, gates=leaders.gates if leaders is not None else None, interact=inbound.interact, cache_dir=paths.cache,
         cursors_for=lambda name: StoreCursors(store, name), metrics=metrics, activity=activity,
         max_attachment_bytes=int(gw.media.max_inbound_mb * 1024 * 1024),
+        media=InboundMediaLimits(max_message_bytes=int(gw.media.max_message_mb * 1024 * 1024),
+                                 max_images=gw.media.max_images_per_message,
+                                 download_timeout_s=gw.media.download_timeout_s),
         settings=SupervisorSettings(connect_timeout_s=gw.adapter_connect_timeout_s),
     )
     return GatewayParts(store=store, agents=agents, adapters=adapters, activity=activity,
                         delivery=delivery, compression=compression, reviews=reviews,
                         turns=turns, inbox=inbox,
                         manager=manager, commands=commands, inbound=inbound,
-                        supervisor=supervisor)
+                        supervisor=supervisor, replicas=replicas, leaders=leaders)
 
 
 def _compression(

@@ -8,7 +8,9 @@ from typing import Any
 
 from storage.base import StoreBase
 from storage.codec import scrub
+from storage.fencing import check_session_fence, current_fence
 from storage.inbox import EventKey
+from storage.replicas import LIVE_REPLICAS
 from storage.sqlconn import Conn, Row
 from storage.types import OutboxItem
 
@@ -62,10 +64,13 @@ class LedgersMixin(StoreBase):
                 return True
             if claimed_by is None:
                 return False
+            # A claim of a live replica (another gateway on the same database) is not a
+            # dead boot's: that replica is still deciding the event's fate.
             cur = await conn.execute(
                 "UPDATE inbound_events SET claimed_by = ? WHERE platform = ? AND event_id = ?"
-                " AND held IS NULL AND claimed_by IS NOT NULL AND claimed_by != ?",
-                (claimed_by, platform, str(event_id), claimed_by))
+                " AND held IS NULL AND claimed_by IS NOT NULL AND claimed_by != ?"
+                f" AND claimed_by NOT IN ({LIVE_REPLICAS})",
+                (claimed_by, platform, str(event_id), claimed_by, self._clock()))
             return cur.rowcount == 1
 
         return await self._write(op)
@@ -126,11 +131,15 @@ class LedgersMixin(StoreBase):
     ) -> int:
         """Record a reply as `pending` before it is sent; returns its id. `attachments` are
         JSON-able dicts kept for a re-send after a crash. `claimed_by` names the boot that
-        sends it (start-up recovery of that boot leaves it alone)."""
+        sends it (start-up recovery of that boot leaves it alone). Raises `FenceRejected`
+        when the caller runs under a session fence (`storage.fencing`) that is no longer
+        current: a replica that lost the session records no reply."""
         files = json.dumps(list(attachments))
+        fence = current_fence()
 
         async def op(conn: Conn) -> int:
             now = self._clock()
+            await check_session_fence(conn, fence, now)
             cur = await conn.execute(
                 "INSERT INTO outbox(session_id, platform, chat_id, thread_id, reply_to, text,"
                 " created_at, updated_at, chat_type, preview_message_id, attachments,"
@@ -231,12 +240,43 @@ class LedgersMixin(StoreBase):
     async def outbox_claim_undelivered(self, claimer: str) -> list[OutboxItem]:
         """Claim for `claimer`, in one transaction, every pending/sent entry it has not
         claimed (recorded by an earlier boot), and return them oldest first. Entries
-        `claimer` recorded itself are never returned, and a second call returns none."""
+        `claimer` recorded itself are never returned, and a second call returns none.
+        Entries claimed by a live replica (another gateway on the same database, still
+        sending them) are left alone."""
 
         async def op(conn: Conn) -> list[OutboxItem]:
             rows = await conn.execute_fetchall(
                 "UPDATE outbox SET claimed_by = ? WHERE state IN ('pending', 'sent')"
-                " AND claimed_by IS DISTINCT FROM ? RETURNING *", (claimer, claimer))
+                " AND claimed_by IS DISTINCT FROM ?"
+                f" AND (claimed_by IS NULL OR claimed_by NOT IN ({LIVE_REPLICAS}))"
+                " RETURNING *", (claimer, claimer, self._clock()))
+            return sorted((_outbox(r) for r in rows), key=lambda o: (o.created_at, o.id))
+
+        return await self._write(op)
+
+    async def outbox_unclaim(self, outbox_id: int, claimer: str) -> bool:
+        """Let go of `claimer`'s claim on a recorded final it will not send (its turn lost
+        the session): whoever takes the session over sends it."""
+
+        async def op(conn: Conn) -> bool:
+            cur = await conn.execute(
+                "UPDATE outbox SET claimed_by = NULL WHERE id = ? AND claimed_by = ?"
+                " AND state IN ('pending', 'sent')", (outbox_id, claimer))
+            return cur.rowcount == 1
+
+        return await self._write(op)
+
+    async def outbox_claim_for_key(self, claimer: str, session_key: str) -> list[OutboxItem]:
+        """Claim for `claimer` the pending/sent entries of the sessions routed by
+        `session_key` that another replica recorded (the session was taken over from it),
+        oldest first. Only the session's new owner calls this, under its lease."""
+
+        async def op(conn: Conn) -> list[OutboxItem]:
+            rows = await conn.execute_fetchall(
+                "UPDATE outbox SET claimed_by = ? WHERE state IN ('pending', 'sent')"
+                " AND claimed_by IS DISTINCT FROM ?"
+                " AND session_id IN (SELECT id FROM sessions WHERE session_key = ?)"
+                " RETURNING *", (claimer, claimer, session_key))
             return sorted((_outbox(r) for r in rows), key=lambda o: (o.created_at, o.id))
 
         return await self._write(op)

@@ -13,6 +13,7 @@ from typing import Any
 from storage.base import StoreBase, fetch_session
 from storage.codec import message_to_row, row_to_message
 from storage.errors import SessionNotFoundError, is_missing_parent
+from storage.fencing import check_session_fence, current_fence
 from storage.histcache import CachedHistory, HistoryCache
 from storage.inbox import release_on
 from storage.lineage import _tip_on
@@ -42,16 +43,19 @@ class LiveMixin(StoreBase):
         The held inbound events `release` ((platform, event id) pairs) are let go in the same
         transaction: a held event is released exactly when its message is stored.
 
-        Durable when this returns. Raises `ValueError` for a message without a role and
-        `SessionNotFoundError` when the session does not exist.
+        Durable when this returns. Raises `ValueError` for a message without a role,
+        `SessionNotFoundError` when the session does not exist and `FenceRejected` when the
+        caller runs under a session fence (`storage.fencing`) that is no longer current.
         """
         if not messages:
             return session_id, []
         now = self._clock()
         rows = [message_to_row(session_id, m, now) for m in messages]
         keys = list(release)
+        fence = current_fence()
 
         async def op(conn: Conn) -> tuple[str, list[int]]:
+            await check_session_fence(conn, fence, self._clock())
             sid = await _tip_on(conn, session_id)
             cur = await conn.execute(
                 "UPDATE sessions SET message_count = message_count + ?, last_activity = ?"

@@ -24,6 +24,7 @@ from storage.ports import (
     OutboxLedger,
     PairingStore,
     Reachability,
+    ReplicaLedger,
     Reports,
     ReviewLedger,
     SearchIndex,
@@ -42,7 +43,7 @@ class AnyStore(SessionReader, SessionWriter, MessageLog, LiveTranscript, Lineage
                SearchIndex, UsageLedger, GuardStore, LeaseStore, CompactionCommitter,
                DedupLedger, HeldEvents, PairingStore, Reachability, OutboxLedger,
                CursorLedger, Maintenance, StoreLifecycle, ApprovalLedger, Reports,
-               ReviewLedger, Protocol):
+               ReplicaLedger, ReviewLedger, Protocol):
     """Every port: what either backend's store is."""
 
 

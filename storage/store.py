@@ -21,6 +21,7 @@ from storage.live import LiveMixin
 from storage.messages import APPEND_KEY, MessagesMixin, append_merged
 from storage.ops import OpsMixin
 from storage.pairing import PairingMixin
+from storage.replicas import ReplicasMixin
 from storage.reports import ReportsMixin
 from storage.reviews import ReviewsMixin
 from storage.search import SearchMixin
@@ -47,6 +48,7 @@ class StateStore(
     ReviewsMixin,
     ReportsMixin,
     OpsMixin,
+    ReplicasMixin,
     SqliteBase,
 ):
     """Async repository over one SQLite file.
@@ -123,6 +125,6 @@ if TYPE_CHECKING:  # the type checker proves `StateStore` implements every stora
             ports.LeaseStore, ports.CompactionCommitter, ports.DedupLedger, ports.HeldEvents,
             ports.OutboxLedger, ports.Reachability, ports.CursorLedger, ports.PairingStore,
             ports.Maintenance, ports.StoreLifecycle, ports.ApprovalLedger, ports.Reports,
-            ports.ReviewLedger,
-        ] = (store,) * 21
+            ports.ReplicaLedger, ports.ReviewLedger,
+        ] = (store,) * 22
         del checks

@@ -18,6 +18,12 @@ __all__ = [
     "ApprovedUser",
     "ApprovalRecord",
     "DayUsage",
+    "ReplicaInfo",
+    "SessionLease",
+    "ClaimedEvent",
+    "Admission",
+    "Heartbeat",
+    "SweepItem",
     "ReviewRecord",
     "row_to",
 ]
@@ -252,6 +258,83 @@ class DayUsage:
     input_tokens: int
     output_tokens: int
     sessions: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaInfo:
+    """One gateway replica as the database knows it (`replicas` row and its leases)."""
+
+    id: str
+    host: str
+    home: str | None
+    pid: int | None
+    started_at: float
+    heartbeat_at: float
+    expires_at: float
+    stopped_at: float | None
+    live: bool
+    sessions: int
+    roles: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLease:
+    """A replica's lease on a session (by routing key). `fresh`: taken by this call (not a
+    renewal of one it held); `takeover`: taken from a holder that did not release it (it
+    died, stalled or was cut off), so its unfinished work must be recovered."""
+
+    session_key: str
+    holder: str
+    token: int
+    acquired_at: float
+    expires_at: float
+    fresh: bool = False
+    takeover: bool = False
+    prev_holder: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedEvent:
+    """A held event claimed by a session's owner. `recovered`: another replica had claimed
+    it before (it waited in that replica's mailbox); otherwise it was handed over (or
+    arrived here) and is new to every worker."""
+
+    held: HeldEvent
+    seq: int
+    recovered: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What `session_admit` / `session_take` did. `held`: the event is now in the session's
+    queue (False: it was already held, nothing changed). `lease`: this replica's lease when
+    it owns the session (then `events` are the queue's events it claimed, in order);
+    otherwise `owner` is the live replica that does (it was notified)."""
+
+    held: bool = True
+    lease: SessionLease | None = None
+    owner: str | None = None
+    events: tuple[ClaimedEvent, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """One heartbeat's outcome: `alive` False when this replica was retired (a successor on
+    the same host and profile took over); the session leases (key → token) and leader roles
+    (role → token) it still holds, each renewed."""
+
+    alive: bool
+    sessions: dict[str, int] = field(default_factory=dict)
+    roles: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepItem:
+    """A session whose queue needs attention: `owner` is its live lease holder (None: free,
+    released or expired, so any replica may take it)."""
+
+    session_key: str
+    owner: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,6 +86,7 @@ class DiscordAdapter(BasePlatformAdapter):
             edit=True, typing=True, threads=True, media=True, delete=True,
             max_length=MAX_MESSAGE_LENGTH, length_measure="chars", dialect="discord",
             rate_profile=RATE_PROFILE, liveness_window_s=settings.liveness_window_s,
+            exclusive_intake=True,
         )
         self._client: HermesClient | None = None
         self._stopping = False
@@ -140,12 +141,13 @@ class DiscordAdapter(BasePlatformAdapter):
         )
         self._client = client
         inbound = Inbound(
-            self.name, client, cache_dir=Path(ctx.cache_dir), max_bytes=ctx.max_attachment_bytes,
-            log=self._log, logger=ctx.logger,
+            self.name, client, cache_dir=Path(ctx.cache_dir), budget=ctx.download_budget,
+            log=self._log, logger=ctx.logger, download_timeout_s=ctx.download_timeout_s,
         )
+        connect = (client.start(self.settings.plain_token()) if ctx.intake
+                   else self._send_only(client, ctx))
         tasks = {
-            asyncio.create_task(client.start(self.settings.plain_token()),
-                                name=f"{self.name}:client"),
+            asyncio.create_task(connect, name=f"{self.name}:client"),
             asyncio.create_task(
                 self._consume(queue, inbound, seen, ctx), name=f"{self.name}:inbound"
             ),
@@ -161,6 +163,15 @@ class DiscordAdapter(BasePlatformAdapter):
         finally:
             await self._shutdown(client, tasks | catch_up)
             restore()
+
+    async def _send_only(self, client: HermesClient, ctx: AdapterContext) -> None:
+        """Another replica runs the gateway connection: log in over HTTP (sends work) and
+        receive nothing until stopped."""
+        await client.login(self.settings.plain_token())
+        if client.user is not None:
+            self.identity = Identity(id=str(client.user.id), username=client.user.name)
+        ctx.connected()
+        await asyncio.Event().wait()
 
     async def _shutdown(self, client: HermesClient, tasks: set[Any]) -> None:
         # stop reading the socket first, so no event is dispatched into a closing client

@@ -104,6 +104,7 @@ class SlackAdapter(BasePlatformAdapter):
             max_length=MAX_LENGTH, length_measure="chars", dialect="slack_mrkdwn",
             rate_profile=RateProfile(),  # about one message a second per channel
             liveness_window_s=give_up_after(self.settings) + 10.0 if socket else 0.0,
+            exclusive_intake=socket,
         )
         #: The Events API URL once listening (HTTP mode).
         self.http_url: str | None = None
@@ -144,7 +145,10 @@ class SlackAdapter(BasePlatformAdapter):
         link = asyncio.create_task(relay(ctx.stop_event, stop),
                                    name=f"adapter:{self.name}:stop-relay")
         try:
-            if s.mode == "socket":
+            if s.mode == "socket" and not ctx.intake:  # another replica holds the socket
+                ctx.connected()
+                await stop.wait()
+            elif s.mode == "socket":
                 await run_socket(app, web, s, ctx, stop)
             else:
                 await run_http(app, s, ctx, stop, self._bound)
@@ -260,8 +264,9 @@ class SlackAdapter(BasePlatformAdapter):
                 update["user"] = UserRef(id=ev.user.id, name=name)
         files = [f for f in event.get("files") or () if isinstance(f, Mapping)]
         if files and self._fetcher is not None and self._ctx is not None:
-            update["attachments"] = await self._fetcher.fetch_all(
-                files, Path(self._ctx.cache_dir), self._ctx.max_attachment_bytes, self._ctx.logger)
+            update["attachments"], update["skipped"] = await self._fetcher.fetch_all(
+                files, Path(self._ctx.cache_dir), self._ctx.download_budget(), self._ctx.logger,
+                timeout_s=self._ctx.download_timeout_s)
         return ev.model_copy(update=update) if update else ev
 
     async def _chat_type(self, event: Mapping[str, Any]) -> ChatType:

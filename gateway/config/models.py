@@ -22,6 +22,7 @@ from gateway.config.memory import MemoryConfig
 from gateway.config.platforms import PlatformsConfig
 from gateway.config.speech import SttConfig, TtsConfig
 from gateway.config.tools import DEFAULT_TOOLSETS, ToolsConfig
+from gateway.config.vision import known_vision
 from gateway.ports import ToolProgress
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "ModelConfig",
     "PlatformsConfig",
     "ProviderConfig",
+    "ReplicasConfig",
     "ReviewConfig",
     "SessionResetConfig",
     "SkillsConfig",
@@ -70,12 +72,18 @@ class ProviderConfig(ConfigModel):
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=20)
     credential_strategy: Literal["fill_first", "round_robin"] = "fill_first"
-    vision: bool = False
-    """The model accepts image parts (`vision_analyze` then uses it)."""
+    vision: bool | None = None
+    """The model accepts image parts (`vision_analyze` then uses it, and inbound images go
+    to it as image parts). Unset: looked up by `model` in the built-in table of known
+    vision models (`gateway/config/vision.py`); `false` or `true` overrides the table."""
 
     def keys(self) -> list[str]:
         """Plain key values, in pool order."""
         return [k.get_secret_value() for k in self.api_keys]
+
+    def has_vision(self) -> bool:
+        """`vision` when set, else what the table of known vision models says of `model`."""
+        return self.vision if self.vision is not None else known_vision(self.model)
 
 
 class ModelConfig(ConfigModel):
@@ -184,17 +192,54 @@ class MediaConfig(ConfigModel):
     """Extra directories `MEDIA:` may send from, to anyone (besides the current chat's cached
     attachments and the current user's workspace)."""
     max_inbound_mb: float = Field(default=20.0, gt=0)
+    """Largest inbound file; a bigger one is not downloaded (the user and the model are
+    told, the message still goes)."""
+    max_message_mb: float = Field(default=50.0, gt=0)
+    """All inbound files of one message together; the files past it are not downloaded
+    (the user and the model are told)."""
+    download_timeout_s: float = Field(default=60.0, gt=0)
+    """One inbound download (Telegram, Slack, Discord) may take this long, from the request
+    to its last byte; then it is dropped with a note to the user and the model."""
     max_outbound_mb: float = Field(default=20.0, gt=0)
     """Largest file a reply may attach; a bigger one is not sent and the chat is told."""
     max_images_per_message: int = Field(default=4, ge=0)
-    """Inbound images shown to the model (or described) per message; more are skipped
-    with a note to the user."""
+    """Inbound images shown to the model (or described) per message, on every platform;
+    more are skipped with a note to the user (the api adapter answers 400)."""
+    describe_for_history: bool = True
+    """With a vision main model, describe each image in the background after its turn
+    (`auxiliary.vision_model`, else the main model) and store the description in place of
+    the image's line, so later turns and compression read what the image showed."""
     document_max_chars: int = Field(default=20_000, ge=1000)
     """Extracted document text longer than this is cut (the start and the end kept, with a
     note) and saved whole to the sender's workspace (`documents/<name>.txt`)."""
     cache_retention_days: float = Field(default=7.0, ge=0)
     """Cached inbound attachments and saved tool output older than this are deleted
     (hourly). 0 = keep for ever."""
+    cache_max_mb: float = Field(default=2048.0, ge=0)
+    """The profile's attachment cache (`cache/`) is kept under this size: the oldest files
+    go first (hourly). 0 = no size limit."""
+    chat_cache_max_mb: float = Field(default=512.0, ge=0)
+    """One chat's cache folder (`cache/chats/<chat>/`) is kept under this size, oldest
+    first, so one busy chat cannot push every other chat's files out. 0 = no limit."""
+
+
+class ReplicasConfig(ConfigModel):
+    """Several gateways on one PostgreSQL database (docs/scale-out.md). Only used with
+    `storage.backend: postgres`, where every gateway process is a replica (one alone is a
+    set of one); ignored on SQLite."""
+
+    lease_s: float = Field(default=15.0, ge=1.0)
+    """How long a replica's heartbeat, session leases and leader leases last without
+    renewal: a crashed replica's sessions and intake move to another after at most this."""
+    heartbeat_s: float = Field(default=0.0, ge=0)
+    """How often leases are renewed. 0 = a third of `lease_s`."""
+    sweep_s: float = Field(default=1.0, gt=0)
+    """How often a replica looks for sessions whose queue has no live owner."""
+    stale_handover_s: float = Field(default=2.0, gt=0)
+    """An event handed over to a live owner but not claimed for this long wakes it again."""
+
+    def heartbeat_interval(self) -> float:
+        return self.heartbeat_s or self.lease_s / 3
 
 
 class GatewayConfig(ConfigModel):
@@ -221,6 +266,7 @@ class GatewayConfig(ConfigModel):
     unhealthy_exit_s: float = Field(default=900.0, ge=0)
     """No adapter connected for this long (after start): exit 1 so the service manager
     restarts the whole process. 0 = never."""
+    replicas: ReplicasConfig = Field(default_factory=ReplicasConfig)
     ledger_retention_days: float = Field(default=7.0, ge=1)
     """Dedup records, finished outbox rows and expired pairing codes older than this are
     deleted (at start and hourly). Sessions and messages are never deleted."""

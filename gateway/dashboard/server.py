@@ -47,6 +47,8 @@ class DashboardSources:
     sessions: Callable[[], Awaitable[dict[str, Any]]]
     compression: Callable[[], dict[str, Any]]
     version: str = ""
+    #: The replica set (`gateway.status.replicas_status`); None: a single gateway.
+    replicas: Callable[[], Awaitable[dict[str, Any]]] | None = None
 
 
 def _redirect(location: str) -> web.Response:
@@ -197,8 +199,11 @@ class DashboardServer:
         running: list[dict[str, Any]] = raw if isinstance(raw, list) else []
         leases = [lease for lease in await asyncio.gather(
             *(store.current_lease(str(j["session_id"])) for j in running)) if lease]
+        replicas = (await self._src.replicas() if self._src.replicas is not None
+                    else {"enabled": False})
         return {
             "version": self._src.version, "uptime_s": int(now - self._started),
+            "replicas": replicas,
             "process": process_stats(), "adapters": self._src.adapters(),
             "sessions": sessions, "total_sessions": total, "compression": comp,
             "jobs": running, "leases": leases, "now": now,

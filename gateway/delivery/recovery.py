@@ -21,7 +21,7 @@ from gateway.ports import DeliveryRef
 if TYPE_CHECKING:
     from gateway.delivery.service import DeliveryService
 
-__all__ = ["recover_outbox"]
+__all__ = ["abandon_final", "recover_outbox", "resend_claimed"]
 
 log = structlog.get_logger("gateway.delivery")
 
@@ -31,7 +31,12 @@ async def recover_outbox(svc: DeliveryService) -> tuple[int, int]:
     mark older ones expired. Returns (resent, expired). Only finals an earlier process
     recorded are taken (claimed for this boot in one transaction): one recorded by this
     process is being sent by its own turn."""
-    pending = await svc._ledger.outbox_claim_undelivered(svc.boot_id)
+    return await resend_claimed(svc, await svc._ledger.outbox_claim_undelivered(svc.boot_id))
+
+
+async def resend_claimed(svc: DeliveryService, pending: list[Any]) -> tuple[int, int]:
+    """Finish finals this boot has just claimed from another (start-up recovery, or a
+    replica taking a session over): the same rules as `recover_outbox`."""
     now = svc._clock()
     old = [p.id for p in pending if now - p.created_at > RECOVERY_MAX_AGE_S]
     if old:
@@ -52,6 +57,7 @@ async def recover_outbox(svc: DeliveryService) -> tuple[int, int]:
         await svc.resend(item.id, target, marker=RECOVERED_MARKER)
         resent += 1
     return resent, len(old)
+
 
 async def _found_delivered(svc: DeliveryService, item: Any, target: ReplyTarget) -> bool:
     """A final sent just before the crash, before its row was marked: where the platform
@@ -76,6 +82,7 @@ async def _found_delivered(svc: DeliveryService, item: Any, target: ReplyTarget)
     await svc._delivered(PreparedFinal(target, item.id, item.text, ()), ids, 0)
     return True
 
+
 async def _recover_attachments(svc: DeliveryService, item: Any, target: ReplyTarget) -> None:
     files = tuple(OutboundAttachment(**a) for a in item.attachments or ())
     ids = list(item.platform_message_ids or [])
@@ -85,3 +92,13 @@ async def _recover_attachments(svc: DeliveryService, item: Any, target: ReplyTar
         await svc._delivered(final, None, 0)
     elif adapter is not None and await svc._send_attachments(adapter, final, ids, 0):
         await svc._delivered(final, ids, 0)
+
+
+async def abandon_final(svc: DeliveryService, final: PreparedFinal) -> None:
+    """A recorded final this replica will not send (its turn lost the session's lease):
+    its claim is let go, so the session's next owner sends it. Must not raise."""
+    try:
+        await svc._ledger.outbox_unclaim(final.outbox_id, svc.boot_id)
+    except Exception as exc:  # noqa: BLE001 - recovered when this replica is gone
+        log.warning("final_unclaim_failed", outbox_id=final.outbox_id,
+                    error=type(exc).__name__)

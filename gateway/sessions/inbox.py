@@ -26,7 +26,7 @@ from storage import scrub
 from storage.ports import HeldEvents
 from storage.types import HeldEvent
 
-__all__ = ["DurableInbox", "HoldOutcome", "event_keys"]
+__all__ = ["DurableInbox", "HoldOutcome", "event_keys", "payload_of"]
 
 log = structlog.get_logger("gateway.sessions")
 
@@ -54,7 +54,7 @@ class DurableInbox:
         failed; it is queued in memory only)."""
         try:
             took = await self._store.inbound_hold(event.platform, event.event_id, key,
-                                                  _payload(event), claimed_by=self.boot_id)
+                                                  payload_of(event), claimed_by=self.boot_id)
         except Exception as exc:  # noqa: BLE001 - see class docstring
             log.warning("inbound_hold_failed", session_key=key, error=type(exc).__name__)
             return "volatile"
@@ -111,7 +111,7 @@ class DurableInbox:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-def _payload(event: MessageEvent) -> str:
+def payload_of(event: MessageEvent) -> str:
     """The event as JSON; text that cannot be encoded (lone surrogates from a broken client)
     is held with those characters replaced, as storage stores it."""
     try:

@@ -9,9 +9,12 @@ from typing import Protocol
 
 import structlog
 
+from agent_core.interrupt import InterruptSignal
 from gateway.events import MessageEvent
 from gateway.sessions.inbox import DurableInbox
+from gateway.sessions.ownership import Claimed, SessionOwnership
 from gateway.sessions.worker import MERGE_REASON, BusyMode, SessionWorker, TurnRunner
+from storage.fencing import fenced
 
 __all__ = ["SessionManager", "TurnHandler"]
 
@@ -46,6 +49,12 @@ class SessionManager:
     *parked* in arrival order until `open_intake()`: start-up recovery runs first, alone, so
     it never takes a message the live path has taken, and parked events are replayed after
     the recovered work, in order (the restart race, docs/reliability.md).
+
+    With an `ownership` (replicas on one database, `gateway.sessions.ownership`) a live
+    event goes into its session's durable line instead, and only the session's owner
+    hands the line's events to a worker (`take_over` claims a line for a sweep or a
+    wake-up); each turn runs under the owner's fence. Nothing is parked in memory then:
+    until `open_intake()` events only wait in their line.
     """
 
     def __init__(
@@ -60,9 +69,14 @@ class SessionManager:
         clock: Callable[[], float] = time.monotonic,
         inbox: DurableInbox | None = None,
         intake_open: bool = True,
+        ownership: SessionOwnership | None = None,
     ) -> None:
         self._handler = handler
         self._inbox = inbox
+        self._ownership = ownership
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._volatile: set[str] = set()  # event ids answered without a hold (replicas)
         self.busy_mode: BusyMode = busy_mode
         self._mailbox_size = mailbox_size
         self._idle = idle_timeout_s
@@ -128,6 +142,8 @@ class SessionManager:
         With an inbox the event is held durably first, until its turn stores it (also while
         closing: it is answered after the restart). `recovered` events (start-up recovery)
         are already accounted for: they are queued in order, with no busy handling."""
+        if self._ownership is not None and not recovered:
+            return await self._dispatch_owned(key, event, self._ownership)
         held = False
         if not recovered and self._inbox is not None:
             took = await self._inbox.take(key, event)
@@ -151,6 +167,128 @@ class SessionManager:
             log.debug("inbound_parked", session_key=key, parked=len(self._parked))
             return "parked"
         return await self._accept(key, event)
+
+    # -- replicas --------------------------------------------------------------------------
+    async def _dispatch_owned(self, key: str, event: MessageEvent,
+                              own: SessionOwnership) -> str:
+        """A live event with replicas: "handed_over" (another replica owns the session; it
+        was woken), "parked" (intake not open: it waits in its line), "closing", "taken"
+        (already held) or what the worker did with it."""
+        take = self._open.is_set() and not self._closing
+        async with self._lock(key):
+            try:
+                got = await own.admit(key, event, take=take)
+            except Exception as exc:  # noqa: BLE001 - answered here, not durably
+                # As one gateway does when its hold fails: answered from memory. Not in any
+                # line, so no other replica has it; its turn may run without a lease.
+                log.warning("inbound_hold_failed", session_key=key, error=type(exc).__name__)
+                if self._closing:
+                    return "closing"
+                self._volatile.add(event.event_id)
+                return await self._accept(key, event)
+            if not got.held:
+                log.info("inbound_already_taken", session_key=key)
+                return "taken"
+            if self._closing:
+                await self._handler.notify(event, "⏳ The gateway is restarting; I'll answer "
+                                                  "this as soon as it is back.")
+                return "closing"
+            if not got.owned:
+                if take:
+                    log.debug("inbound_handed_over", session_key=key, owner=got.owner)
+                    return "handed_over"
+                return "parked"
+            return await self._deliver_claimed(key, got, own, event)
+
+    async def take_over(self, key: str) -> int:
+        """Claim session `key`'s line (when this replica owns or can take the session) and
+        queue what it holds. Returns how many events were queued. Raises storage errors."""
+        own = self._ownership
+        if own is None or self._closing:
+            return 0
+        async with self._lock(key):
+            got = await own.take(key)
+            if not got.owned or self._closing:
+                return 0
+            await self._deliver_claimed(key, got, own, None)
+            return len(got.events)
+
+    async def _deliver_claimed(self, key: str, got: Claimed, own: SessionOwnership,
+                               live: MessageEvent | None) -> str:
+        stale = self._workers.get(key) if got.fresh else None
+        if stale is not None:
+            # Taken again after this replica had lost it: the line holds everything, so what
+            # the worker still queued from before would run twice; a turn still running
+            # under the old token is fenced off.
+            stale.clear()
+            stale.interrupt("the session's lease was taken again")
+        if got.takeover:
+            await own.recover(key, self)
+        outcome = "queued"
+        for ev, recovered in got.events:
+            out: str
+            if recovered:
+                worker = self._worker(key)
+                out = worker.offer(ev)
+                if out == "full":
+                    await self._report_full(key, worker, ev)
+            else:
+                out = await self._accept(key, ev)
+            if live is not None and ev.event_id == live.event_id:
+                outcome = out
+        return outcome
+
+    def relinquish(self, key: str) -> int:
+        """The session's lease was lost (another replica owns it now): stop its turn and
+        drop its queue without letting go of the events' holds (the new owner claims them).
+        Returns how many queued events were dropped here."""
+        if self._ownership is not None:
+            self._ownership.drop(key)
+        w = self._workers.get(key)
+        if w is None:
+            return 0
+        dropped = w.clear()
+        w.interrupt("the session moved to another replica")
+        log.warning("session_lease_lost", session_key=key, dropped=len(dropped))
+        return len(dropped)
+
+    def owned_keys(self) -> list[str]:
+        return [k for k in self._workers if self._ownership is None
+                or self._ownership.owns(k)]
+
+    def _lock(self, key: str) -> asyncio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    def _unlock_idle(self, key: str) -> None:
+        lock = self._locks.get(key)
+        if lock is not None and not lock.locked() and key not in self._workers:
+            del self._locks[key]
+
+    async def _fenced_turn(self, key: str, events: list[MessageEvent],
+                           interrupt: InterruptSignal) -> list[MessageEvent]:
+        """A turn under the session's lease: not run at all when the lease is gone (the
+        events stay held; the new owner claims them)."""
+        assert self._ownership is not None
+        fence = self._ownership.fence_for(key)
+        volatile = [e for e in events if e.event_id in self._volatile]
+        self._volatile.difference_update(e.event_id for e in volatile)
+        if fence is None and len(volatile) < len(events):
+            log.warning("turn_skipped_not_owner", session_key=key, events=len(events))
+            return []
+        with fenced(fence):
+            return await self._handler.run_turn(key, events, interrupt)
+
+    async def _release_idle(self, key: str) -> None:
+        own = self._ownership
+        if own is None:
+            return
+        async with self._lock(key):
+            if key not in self._workers and not self._closing:
+                await own.release(key)
+        self._unlock_idle(key)
 
     async def _accept(self, key: str, event: MessageEvent) -> str:
         """A live event, held already: the busy policy and the worker's mailbox."""
@@ -201,7 +339,7 @@ class SessionManager:
         if worker is None:
             worker = SessionWorker(
                 key,
-                self._handler.run_turn,
+                self._fenced_turn if self._ownership is not None else self._handler.run_turn,
                 mailbox_size=self._mailbox_size,
                 idle_timeout_s=self._idle,
                 merge_window_s=self._merge,
@@ -240,11 +378,18 @@ class SessionManager:
             *(w.close(drain_timeout_s=drain_timeout_s) for w in workers), return_exceptions=True
         )
         self._workers.clear()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._inbox is not None:
             await self._inbox.close()
 
     def _forget(self, worker: SessionWorker) -> None:
         if self._workers.get(worker.key) is worker and worker.depth == 0:
             del self._workers[worker.key]
+            if self._ownership is not None and not self._closing:
+                task = asyncio.get_running_loop().create_task(
+                    self._release_idle(worker.key), name=f"session-release:{worker.key}")
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
 
 

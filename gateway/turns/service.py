@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from agent_core.interrupt import InterruptSignal
 from agent_core.memory import TurnMemory
 from gateway.agents import AgentFactory
 from gateway.approvals import ApprovalDesk
+from gateway.delivery.recovery import abandon_final
 from gateway.delivery.service import DeliveryService, PreparedFinal, ReplyTarget
 from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
@@ -45,6 +46,8 @@ from gateway.turns.steering import SteerDesk, Steering
 from gateway.turns.transcript import TurnTranscript
 from gateway.turns.usage import UsageRecorder
 from hermes_common.backoff import Backoff
+from storage.errors import FenceRejected
+from storage.fencing import current_fence
 from storage.types import Session
 
 __all__ = ["TurnService", "TurnSettings", "build_turns"]
@@ -63,6 +66,9 @@ Terminal = ae.Final | ae.Interrupted | ae.Error | ae.CompressionNeeded
 class TurnSettings:
     tool_progress: Callable[[str], ToolProgress] = lambda _p: "new"
     compression_wait_s: float = 10.0
+    #: A turn waits this long for the previous turn's images to be described for the
+    #: history (`MediaReader.describe_for_history`) before it reads the history.
+    description_wait_s: float = 30.0
 
 
 class TurnService:
@@ -97,6 +103,17 @@ class TurnService:
         self._s = settings
         self._metrics = metrics
         self._background: set[asyncio.Task[Any]] = set()
+        #: Session key → the task describing its last turn's images for the history.
+        self._describing: dict[str, asyncio.Task[None]] = {}
+
+    async def aclose(self) -> None:
+        """Cancel the image descriptions still running (their messages keep their image
+        lines) and stop the media reader's document process. Must not raise."""
+        tasks = list(self._describing.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._media.aclose()
 
     @property
     def builder(self) -> AgentBuilder:
@@ -133,19 +150,15 @@ class TurnService:
             try:
                 leftover = await self._turn(key, events, target, interrupt, finished)
             except Exception as exc:
-                ok, error = False, type(exc).__name__
-                log.exception("turn_crashed", session_key=key)
-                await self._delivery.notify(
-                    target, f"⚠️ Sorry, something went wrong ({type(exc).__name__}). "
-                    "Please try again, or send /new to start over.")
-                # The user is told it failed (and may resend): not re-run after a restart.
-                # Shielded: a newer message interrupting (cancelling) this turn must not
-                # cut the retry short.
-                release = asyncio.create_task(self._release_crashed(key, events),
-                                              name=f"turn-release:{key}")
-                self._background.add(release)
-                release.add_done_callback(self._background.discard)
-                await asyncio.shield(release)
+                if isinstance(exc, FenceRejected) and current_fence() is not None:
+                    # This replica lost the session mid-turn (another replica took it
+                    # over): nothing of the turn was stored or sent, its events stay held
+                    # and the new owner answers them. Nothing to tell the user.
+                    ok, error = False, "lease_lost"
+                    log.warning("turn_fenced", session_key=key, outcome=exc.outcome)
+                else:
+                    ok, error = False, type(exc).__name__
+                    await self._crashed(key, events, target, exc)
             finally:
                 for ev in events:
                     await self._delivery.turn_complete(ReplyTarget.of(ev), ok=ok, error=error)
@@ -154,6 +167,21 @@ class TurnService:
                     # here and runs on its own pool, never ahead of the reply.
                     self._reviews.after_turn(finished[0])
         return leftover
+
+    async def _crashed(self, key: str, events: list[MessageEvent], target: ReplyTarget,
+                       exc: Exception) -> None:
+        log.exception("turn_crashed", session_key=key, exc_info=exc)
+        await self._delivery.notify(
+            target, f"⚠️ Sorry, something went wrong ({type(exc).__name__}). "
+            "Please try again, or send /new to start over.")
+        # The user is told it failed (and may resend): not re-run after a restart.
+        # Shielded: a newer message interrupting (cancelling) this turn must not cut the
+        # retry short.
+        release = asyncio.create_task(self._release_crashed(key, events),
+                                      name=f"turn-release:{key}")
+        self._background.add(release)
+        release.add_done_callback(self._background.discard)
+        await asyncio.shield(release)
 
     async def _release_crashed(self, key: str, events: list[MessageEvent]) -> None:
         """Let go of a crashed turn's held events, retrying for about 30 s (a full disk
@@ -187,30 +215,81 @@ class TurnService:
         # of its batch (a burst, or what queued behind an interrupt) are stored now.
         fresh = [ev for ev in events if not _is_rerun(ev)]
         sid = session.id
-        images: list[dict[str, Any]] = []
+        images: dict[int, list[dict[str, Any]]] = {}  # message id -> this turn's image parts
         spoke = False
         if fresh:  # stored, and the events' durable hold let go, in one transaction
             understood = await self._media.read(fresh)
             for note in understood.notices:
                 await self._delivery.notify(target, note)
-            images, spoke = understood.parts, understood.spoke
-            sid, _ = await self._store.append_live(sid, [understood.message],
-                                                   release=event_keys(fresh))
+            spoke = understood.spoke
+            sid, ids = await self._store.append_live(sid, [understood.message],
+                                                     release=event_keys(fresh))
+            if understood.parts and ids:
+                images[ids[-1]] = understood.parts
+        await self._described(key)
         session, history = await self._store.live_history(sid)
-        if images and history and history[-1].get("role") == "user":
-            # This turn only: the stored message keeps the text stand-in of each image.
-            text = history[-1].get("content") or ""
-            history[-1] = {**history[-1], "content": [{"type": "text", "text": str(text)},
-                                                      *images]}
+        known = {m.get("_id") for m in history}
+        if history and history[-1].get("role") == "user" and any(
+                i not in known for i in images):
+            # A compression rotated the session in between: the message has a new id.
+            images = {int(history[-1]["_id"]): next(iter(images.values()))}
+        for ev in events:  # a turn re-run after a restart sends its images again
+            rerun_id = _rerun_id(ev)
+            stored = next((m for m in history if m.get("_id") == rerun_id), None)
+            if stored is not None and rerun_id is not None:
+                images[rerun_id] = await self._media.parts_for(stored)
+        describe = [(m, images[m["_id"]]) for m in history
+                    if m.get("_id") in images and self._media.wants_description(m)]
+        # This turn only: the stored messages keep the text stand-in of each image.
+        history = [_with_images(m, images.get(int(m.get("_id") or 0))) for m in history]
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
             return await self._run_agent(session, history, target, interrupt, key=key,
-                                         finished=finished, spoke=spoke)
+                                         finished=finished, spoke=spoke, describe=describe)
+
+    async def _described(self, key: str) -> None:
+        """Wait (bounded) for the previous turn's images to be described for the history."""
+        task = self._describing.get(key)
+        if task is None or task.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), self._s.description_wait_s)
+        except TimeoutError:
+            log.info("turn_proceeds_undescribed", session_key=key)
+
+    def _describe_later(self, key: str, session_id: str,
+                        describe: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]],
+                        then: Callable[[], Awaitable[None]]) -> None:
+        """After the turn: describe its images for the history, store the descriptions,
+        then `then()` (the compression check, which must see them). In the background, so
+        the reply is not held up; the session's next turn waits for it (bounded)."""
+
+        async def run() -> None:
+            try:
+                for message, parts in describe:
+                    content = await self._media.describe_for_history(message, parts)
+                    if content is not None:
+                        await self._store.revise_message(
+                            int(message["_id"]), content, {"_images_described": True})
+            except Exception as exc:  # noqa: BLE001 - the image lines stay as they are
+                log.warning("history_description_failed", session_id=session_id,
+                            error=type(exc).__name__)
+            await then()
+
+        task = asyncio.create_task(run(), name=f"describe-images:{key}")
+        self._describing[key] = task
+
+        def forget(t: asyncio.Task[None]) -> None:
+            if self._describing.get(key) is t:
+                del self._describing[key]
+
+        task.add_done_callback(forget)
 
     async def _run_agent(self, session: Session, history: list[dict[str, Any]],
                          target: ReplyTarget, interrupt: InterruptSignal,
-                         key: str, finished: list[FinishedTurn],
-                         spoke: bool = False) -> list[MessageEvent]:
+                         key: str, finished: list[FinishedTurn], spoke: bool = False,
+                         describe: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]] = (),
+                         ) -> list[MessageEvent]:
         await self._delivery.wait_earlier_finals(target)  # answers keep their order
         consumer = self._delivery.begin(target)
         typing = self._delivery.typing_loop(target)
@@ -257,7 +336,14 @@ class TurnService:
             outcome = "error"  # a crash, logged by `run_turn`; not an interrupt
             await self._close_preview(consumer, shown)
             raise
+        except asyncio.CancelledError:
+            describe = ()  # cut off: see below
+            raise
         finally:
+            if interrupt.reason == "shutdown":
+                # The message is answered by a re-run after the restart, which must still
+                # send its images: nothing is described now.
+                describe = ()
             used, leftover = await self._steering.end(key, steering)
             for ev in used:
                 await self._delivery.turn_complete(ReplyTarget.of(ev), ok=True)
@@ -270,9 +356,17 @@ class TurnService:
             # Bookkeeping after the reply: the usage write hands back the guard state the
             # compression check needs (no read of its own, no race with the write).
             stored = await self._usage.record(session.id, shown.usage, shown.delegated_usage)
-            if outcome == "ok" and self._compression is not None:
-                last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
-                await self._compression.after_turn(session.id, last_prompt, stored)
+            compression, sid = self._compression, session.id
+            last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
+
+            async def check_compression() -> None:
+                if outcome == "ok" and compression is not None:
+                    await compression.after_turn(sid, last_prompt, stored)
+
+            if describe:
+                self._describe_later(key, sid, describe, check_compression)
+            else:
+                await check_compression()
             if outcome == "ok" and self._reviews is not None and isinstance(terminal, ae.Final):
                 finished.append(FinishedTurn(
                     key=key, session=session,
@@ -340,8 +434,13 @@ class TurnService:
             messages = [m for m in messages if m.get("finish_reason") != "interrupted"]
         if messages:
             taken = steering.taken
-            sid, _ = await self._store.append_live(
-                session.id, messages, release=event_keys(taken))
+            try:
+                sid, _ = await self._store.append_live(
+                    session.id, messages, release=event_keys(taken))
+            except FenceRejected:
+                if final is not None:  # recorded in time, never to be sent from here
+                    await abandon_final(self._delivery, final)
+                raise
             steering.released = len(taken)
             if sid != session.id:
                 session = await self._store.get_session(sid) or session
@@ -452,4 +551,20 @@ def _sync_memory(memory: TurnMemory, asked: dict[str, Any] | None, reply: str) -
 
 
 def _is_rerun(event: MessageEvent) -> bool:
-    return isinstance(event.raw, dict) and bool(event.raw.get("recovered_message_id"))
+    return _rerun_id(event) is not None
+
+
+def _rerun_id(event: MessageEvent) -> int | None:
+    """The stored message a turn re-run after a restart answers (None for a live event)."""
+    if isinstance(event.raw, dict) and isinstance(event.raw.get("recovered_message_id"), int):
+        return int(event.raw["recovered_message_id"])
+    return None
+
+
+def _with_images(message: dict[str, Any], parts: list[dict[str, Any]] | None
+                 ) -> dict[str, Any]:
+    """`message` with `parts` added to its text for this request (none: unchanged)."""
+    if not parts:
+        return message
+    text = str(message.get("content") or "")
+    return {**message, "content": [{"type": "text", "text": text}, *parts]}

@@ -26,6 +26,7 @@ from storage.migrations import (
     m0006_held_claims,
     m0007_approvals,
     m0008_self_reviews,
+    m0009_replicas,
 )
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "STEPS", "Step", "migrate_sync", "split_statements"]
@@ -58,6 +59,7 @@ STEPS: tuple[Step, ...] = _steps(
     m0006_held_claims,
     m0007_approvals,
     m0008_self_reviews,
+    m0009_replicas,
 )
 MIGRATIONS: tuple[str, ...] = tuple(step.sqlite for step in STEPS)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -14,7 +14,7 @@ import asyncpg
 
 from storage.migrations import SCHEMA_VERSION, STEPS
 
-__all__ = ["MIGRATE_LOCK", "migrate", "reset_data", "TABLES"]
+__all__ = ["MIGRATE_LOCK", "RUNTIME_TABLES", "migrate", "reset_data", "TABLES"]
 
 #: Advisory lock key held while migrating ("hermes" in ASCII).
 MIGRATE_LOCK = 0x6865726D6573
@@ -33,6 +33,9 @@ TABLES = (
     "approvals",
     "self_reviews",
 )
+#: Tables of the running replicas (heartbeats, leases): emptied by `reset_data`, never
+#: copied by `hermes storage migrate` (they describe processes, not conversations).
+RUNTIME_TABLES = ("replicas", "session_leases", "leader_leases")
 
 
 async def migrate(conn: asyncpg.Connection) -> int:
@@ -64,4 +67,5 @@ async def migrate(conn: asyncpg.Connection) -> int:
 async def reset_data(conn: asyncpg.Connection) -> None:
     """Delete every row of every data table and restart the id sequences (the schema and
     its version stay). For tests."""
-    await conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
+    await conn.execute(
+        f"TRUNCATE {', '.join(TABLES + RUNTIME_TABLES)} RESTART IDENTITY CASCADE")

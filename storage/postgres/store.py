@@ -33,6 +33,7 @@ from storage.pairing import PairingMixin
 from storage.postgres.db import PgReaders, PgWriter, connect, connection_lost
 from storage.postgres.schema import migrate
 from storage.postgres.search import PgSearchMixin
+from storage.replicas import HandoverSubscription, ReplicasMixin
 from storage.reports import ReportsMixin
 from storage.reviews import ReviewsMixin
 from storage.sessions import SessionsMixin
@@ -97,6 +98,7 @@ class PostgresStore(
     ReviewsMixin,
     ReportsMixin,
     OpsMixin,
+    ReplicasMixin,
     _PgBase,
 ):
     """Async repository over one PostgreSQL database. Open with
@@ -161,6 +163,14 @@ class PostgresStore(
         """(transactions committed, operations committed) by this process's writer."""
         return self._writer.batches, self._writer.ops
 
+    def handover_listener(self, replica_id: str, on_key: Callable[[str | None], None], *,
+                          on_error: Callable[[BaseException, int], None] | None = None
+                          ) -> HandoverSubscription:
+        """`LISTEN` on a connection of its own (`storage.postgres.notify`)."""
+        from storage.postgres.notify import HandoverListener
+
+        return HandoverListener(self.dsn, replica_id, on_key, on_error=on_error)
+
     async def optimize(self) -> None:
         """Refresh the planner's statistics of the busy tables (autovacuum does the rest)."""
 
@@ -180,6 +190,6 @@ if TYPE_CHECKING:  # the type checker proves `PostgresStore` implements every st
             ports.LeaseStore, ports.CompactionCommitter, ports.DedupLedger, ports.HeldEvents,
             ports.OutboxLedger, ports.Reachability, ports.CursorLedger, ports.PairingStore,
             ports.Maintenance, ports.StoreLifecycle, ports.HistoryReader,
-            ports.ApprovalLedger, ports.Reports, ports.ReviewLedger,
-        ] = (store,) * 22
+            ports.ApprovalLedger, ports.Reports, ports.ReplicaLedger, ports.ReviewLedger,
+        ] = (store,) * 23
         del checks

@@ -122,8 +122,15 @@ def _pid_alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
 
 
-def check(sents: list[Sent], drivers: list[Driver], db: Path, *, last_pid: int | None,
-          peak_rss_mb: float, rss_limit_mb: float, rss_growth: list[str]) -> Verdict:
+DbRows = tuple[list[tuple[int, str, str]], dict[str, str], str,
+               list[tuple[str, str | None, float]], int]
+
+
+def check(sents: list[Sent], drivers: list[Driver], db: Path | None, *, last_pid: int | None,
+          peak_rss_mb: float, rss_limit_mb: float, rss_growth: list[str],
+          db_rows: DbRows | None = None) -> Verdict:
+    """`db_rows`: the store's rows read already (PostgreSQL, `tests.chaos.replicas`);
+    otherwise they are read from the SQLite file `db`."""
     v = Verdict()
     by_name = {d.name: d for d in drivers}
     finals: list[Final] = [f for d in drivers for f in d.finals()]
@@ -159,7 +166,10 @@ def check(sents: list[Sent], drivers: list[Driver], db: Path, *, last_pid: int |
                 answer_seq[sent.conv.key].append(m)
 
     # -- what state.db holds -------------------------------------------------------------
-    rows, _chats, integrity, leases, held = _db_rows(db)
+    if db_rows is None:
+        assert db is not None
+        db_rows = _db_rows(db)
+    rows, _chats, integrity, leases, held = db_rows
     stored: dict[str, int] = Counter()
     stored_seq: dict[str, list[str]] = defaultdict(list)
     for _rid, chat, content in rows:

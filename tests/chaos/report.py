@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tests.chaos.platforms import Driver, Sent
     from tests.chaos.run import ChaosResult
 
-__all__ = ["percentile", "table"]
+__all__ = ["dump_run", "percentile", "table"]
+
+
+def dump_run(workdir: Path, drivers: list[Driver], sent: list[Sent],
+             first_answer: dict[str, float]) -> None:
+    """What the chats show (`transcript.jsonl`) and what users sent (`sent.jsonl`), for
+    reading a failed run."""
+    with (workdir / "transcript.jsonl").open("w") as out:
+        for d in drivers:
+            for f in d.finals():
+                out.write(json.dumps({"platform": f.platform, "chat": f.chat,
+                                      "thread": f.thread, "text": f.text,
+                                      "versions": f.versions}) + "\n")
+    by_name = {d.name: d for d in drivers}
+    with (workdir / "sent.jsonl").open("w") as out:
+        for s in sent:
+            out.write(json.dumps({"marker": s.marker, "conv": s.conv.key, "seq": s.seq,
+                                  "accepted": by_name[s.conv.platform].accepted(s),
+                                  "answered_after_s": round(
+                                      first_answer.get(s.marker, 0) - s.sent_at, 2)
+                                  if s.marker in first_answer else None}) + "\n")
 
 
 def percentile(sorted_xs: list[float], q: float) -> float | None:

@@ -8,7 +8,6 @@ gateway as a subprocess, a seeded schedule of users and faults, then the invaria
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import shutil
 import signal
@@ -21,13 +20,21 @@ from typing import Any
 
 import yaml
 
+from tests.chaos.dbproxy import DbProxy
 from tests.chaos.invariants import Verdict, check, expired_leases_free, is_answer
 from tests.chaos.model import MARKER, ChaosModel, is_summary_request
 from tests.chaos.platforms import Conv, Driver, Sent, make_drivers
 from tests.chaos.process import DiskFiller, GatewayProcess, hold_read_transaction
-from tests.chaos.report import table
+from tests.chaos.replicas import (
+    ReplicaGateways,
+    pg_db_rows,
+    pg_expired_leases_free,
+    pg_replica_problems,
+)
+from tests.chaos.report import dump_run, table
 from tests.chaos.schedule import Action, Plan, make_schedule
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.pg_support import create_database, drop_database
 
 __all__ = ["ChaosOptions", "ChaosResult", "run_chaos"]
 
@@ -51,6 +58,14 @@ class ChaosOptions:
     rss_limit_mb: float = 600.0
     disk_full: bool = True
     disk_mb: int = 48
+    #: backend postgres: `replicas` gateways on one database (tests/chaos/replicas.py)
+    replicas: int = 1
+    backend: str = "sqlite"
+    lease_s: float = 4.0
+
+    @property
+    def replicated(self) -> bool:
+        return self.backend == "postgres"
 
 
 @dataclass
@@ -90,7 +105,9 @@ class ChaosRun:
         self.sched_rng = random.Random(rng.random())
         self.home = workdir / "home"
         self.disk = DiskFiller(self.home, opts.disk_mb)
-        self.gw = GatewayProcess(self.home, workdir)
+        self.gw: GatewayProcess | ReplicaGateways = GatewayProcess(self.home, workdir)
+        self.proxy: DbProxy | None = None
+        self.dsn = ""
         self.sent: list[Sent] = []
         self.kills: Counter[str] = Counter()
         self.kill_modes: Counter[str] = Counter()
@@ -107,7 +124,7 @@ class ChaosRun:
 
     # -- setup -----------------------------------------------------------------------------
     def _config(self, server: FakeOpenAIServer) -> dict[str, Any]:
-        return {
+        cfg: dict[str, Any] = {
             "providers": {"main": {"base_url": server.base_url, "api_keys": ["sk-chaos-key"],
                                    "model": "fake-model", "context_length": 32000,
                                    "timeout_s": self.opts.provider_timeout_s,
@@ -120,7 +137,14 @@ class ChaosRun:
                         "adapter_connect_timeout_s": 20},
             "logging": {"file": {"enabled": False}},
             "platforms": {d.name: d.config() for d in self.drivers},
+            **({"storage": {"backend": "postgres", "dsn": self.proxy.dsn(self.dsn)}}
+               if self.proxy is not None else {}),
         }
+        if self.proxy is not None:
+            lease = self.opts.lease_s
+            cfg["gateway"]["replicas"] = {"lease_s": lease, "heartbeat_s": lease / 4,
+                                          "sweep_s": 0.5, "stale_handover_s": 1.5}
+        return cfg
 
     @property
     def convs(self) -> list[Conv]:
@@ -170,8 +194,11 @@ class ChaosRun:
     # -- faults ----------------------------------------------------------------------------
     def _turn_in_flight(self) -> bool:
         assert self.server is not None
+        # replicas: a killed replica's request never finishes; past the client's timeouts
+        stale = (time.monotonic() - 4 * self.opts.provider_timeout_s if self.opts.replicated
+                 else float("-inf"))
         return any(r.finished_at is None and not is_summary_request(r)
-                   for r in self.server.requests[-20:])
+                   and r.received_at > stale for r in self.server.requests[-20:])
 
     def _summary_in_flight(self) -> bool:
         assert self.server is not None
@@ -212,6 +239,8 @@ class ChaosRun:
             self._cycle_lock.release()
 
     async def _kill_cycle(self, mode: str) -> None:
+        if isinstance(self.gw, ReplicaGateways):
+            await self.gw.choose(mode)
         sig = signal.SIGKILL if mode.startswith("sigkill") else signal.SIGTERM
         if mode.endswith("_startup"):
             self._signal(signal.SIGTERM)
@@ -246,6 +275,8 @@ class ChaosRun:
         d.set_slow(0.0)
 
     async def _disk_full(self, seconds: float) -> None:
+        if self.proxy is not None:  # replicas: every storage fault cuts the database off
+            await self._read_txn(seconds)
         if not self.disk.mounted:
             return
         self.faults["disk_full"] += 1
@@ -254,6 +285,10 @@ class ChaosRun:
         self.disk.free()
 
     async def _read_txn(self, seconds: float) -> None:
+        if self.proxy is not None:  # replicas: the database is cut off instead
+            self.faults["db_cut"] += 1
+            await self.proxy.cut(seconds)
+            return
         self.faults["sqlite_read_txn"] += 1
         await hold_read_transaction(self.home / "state.db", seconds)
 
@@ -338,22 +373,12 @@ class ChaosRun:
 
     def _dump(self) -> None:
         """What the chats show and what users sent, for reading a failed run."""
-        with (self.workdir / "transcript.jsonl").open("w") as out:
-            for d in self.drivers:
-                for f in d.finals():
-                    out.write(json.dumps({"platform": f.platform, "chat": f.chat,
-                                          "thread": f.thread, "text": f.text,
-                                          "versions": f.versions}) + "\n")
-        with (self.workdir / "sent.jsonl").open("w") as out:
-            for s in self.sent:
-                out.write(json.dumps({"marker": s.marker, "conv": s.conv.key, "seq": s.seq,
-                                      "accepted": self.driver(s.conv.platform).accepted(s),
-                                      "answered_after_s": round(
-                                          self.first_answer.get(s.marker, 0) - s.sent_at, 2)
-                                      if s.marker in self.first_answer else None}) + "\n")
+        dump_run(self.workdir, self.drivers, self.sent, self.first_answer)
 
     def _keep_db(self) -> None:
         """A copy of state.db beside the log (the tmpfs goes away with the run)."""
+        if self.proxy is not None:
+            return
         for suffix in ("", "-wal", "-shm"):
             src = self.home / f"state.db{suffix}"
             if src.exists():
@@ -362,12 +387,32 @@ class ChaosRun:
     # -- the run ---------------------------------------------------------------------------
     async def run(self) -> ChaosResult:
         started = time.monotonic()
+        if self.opts.replicated:
+            return await self._run_replicated(started)
+        return await self._run_here(started)
+
+    async def _run_replicated(self, started: float) -> ChaosResult:
+        self.opts.disk_full = False  # the state is in PostgreSQL
+        self.dsn = await asyncio.to_thread(create_database)
+        self.proxy = await DbProxy().start()
+        homes = [self.home / f"r{i}" for i in range(max(1, self.opts.replicas))]
+        self.gw = ReplicaGateways(homes, self.workdir, self.proxy.dsn(self.dsn),
+                                  random.Random(self.rng.random()))
+        try:
+            return await self._run_here(started)
+        finally:
+            await self.proxy.stop()
+            await asyncio.to_thread(drop_database, self.dsn)
+
+    async def _run_here(self, started: float) -> ChaosResult:
         if self.opts.disk_full:
             if not self.disk.mount():
                 self.notes.append(self.disk.reason)
         else:
             self.notes.append("disk-full faults skipped: disabled by option")
         self.home.mkdir(parents=True, exist_ok=True)
+        for member in getattr(self.gw, "members", ()):
+            member.home.mkdir(parents=True, exist_ok=True)
         try:
             async with FakeOpenAIServer(responder=self.model) as server:
                 self.server = server
@@ -389,14 +434,15 @@ class ChaosRun:
 
     async def _run(self, server: FakeOpenAIServer, started: float) -> ChaosResult:
         opts = self.opts
-        (self.home / "config.yaml").write_text(yaml.safe_dump(self._config(server)))
+        for home in [m.home for m in getattr(self.gw, "members", ())] or [self.home]:
+            (home / "config.yaml").write_text(yaml.safe_dump(self._config(server)))
         plan = Plan(opts.seed, opts.duration_s, opts.messages, opts.kills,
                     opts.platform_faults, opts.storage_faults)
         pairs = [(d.name, f) for d in self.drivers for f in d.faults]
         # DMs carry most of the traffic, as they do for a personal assistant
         weights = [3.0 if c.kind == "dm" else 1.0 for c in self.convs]
         schedule = make_schedule(plan, self.sched_rng, weights, pairs)
-        if not self.disk.mounted:
+        if not self.disk.mounted and self.proxy is None:
             schedule = [a for a in schedule if a.kind != "disk_full"]
         await self.gw.start()
         if not await self._wait_for(lambda: all(d.connected() for d in self.drivers), 60):
@@ -413,20 +459,34 @@ class ChaosRun:
             await asyncio.sleep(max(0.0, t0 + opts.duration_s - time.monotonic()))
             await self._quiesce()
             last_pid = self.gw.pid
-            self._signal(signal.SIGTERM)
             self.kill_modes["final_stop"] += 1
-            await self.gw.wait(60)
+            if isinstance(self.gw, ReplicaGateways):
+                last_pid = None
+                await self.gw.stop_all()
+            else:
+                self._signal(signal.SIGTERM)
+                await self.gw.wait(60)
         finally:
             watcher.cancel()
         self._keep_db()
         self._dump()
         for k, v in self.model.faults.items():
             self.faults[k] += v
+        replicated = isinstance(self.gw, ReplicaGateways)
         verdict = check(self.sent, self.drivers, self.home / "state.db", last_pid=last_pid,
                         peak_rss_mb=self.gw.peak_rss_mb(), rss_limit_mb=opts.rss_limit_mb,
-                        rss_growth=self.gw.rss_growth_problems())
-        verdict.storage += await expired_leases_free(self.home / "state.db",
-                                                     LEASE_SECONDS + 2)
+                        rss_growth=self.gw.rss_growth_problems(),
+                        db_rows=await pg_db_rows(self.dsn) if replicated else None)
+        if isinstance(self.gw, ReplicaGateways):
+            verdict.storage += await pg_replica_problems(self.dsn)
+            verdict.storage += await pg_expired_leases_free(self.dsn, LEASE_SECONDS + 2)
+            self.notes.append("kill targets: " + ", ".join(
+                f"{k} {v}" for k, v in sorted(self.gw.targets.items())))
+            assert self.proxy is not None
+            self.notes.append(f"database cut off {self.proxy.cuts} times through the proxy")
+        else:
+            verdict.storage += await expired_leases_free(self.home / "state.db",
+                                                         LEASE_SECONDS + 2)
         latencies = sorted(self.first_answer[s.marker] - s.sent_at for s in self.sent
                            if s.marker in self.first_answer)
         return ChaosResult(opts, verdict, len(self.sent), self.kills, self.kill_modes,

@@ -96,11 +96,18 @@ class FakeBotApi:
         self.commands: list[dict[str, Any]] = []
         self.files: dict[str, tuple[bytes, str]] = {}
         self.downloads: list[str] = []
+        #: file name -> seconds before the file server answers (a stalled download)
+        self.download_delay_s: dict[str, float] = {}
+        #: file name -> the `file_path` getFile answers instead of the real one
+        self.file_path_override: dict[str, str] = {}
         self.blocked: set[str] = set()
         self.answered_callbacks: list[str] = []
         self.webhook: dict[str, Any] | None = None
         self.webhook_posts: list[tuple[int, int]] = []  # (update_id, HTTP status)
         self.conflicts_next = 0
+        #: Long polls cut short by a newer getUpdates (two pollers on one token: Telegram's
+        #: "terminated by other getUpdates request" 409).
+        self.superseded = 0
         self.hold_updates = False
         self.slow_s = 0.0  # every call but getUpdates waits this long before it is answered
         self._failures: list[tuple[frozenset[str], ApiError]] = []
@@ -391,6 +398,7 @@ class FakeBotApi:
         for data, fpath in self.files.values():
             if fpath == path:
                 self.downloads.append(path)
+                await asyncio.sleep(self.download_delay_s.get(path.split("_", 1)[-1], 0.0))
                 return web.Response(body=data, content_type="application/octet-stream")
         return web.Response(status=404)
 
@@ -417,6 +425,7 @@ class FakeBotApi:
             self._cond.notify_all()
             while True:
                 if self._poll_gen != mine:
+                    self.superseded += 1
                     raise ApiError(409, CONFLICT_OTHER)
                 if self._drop_gen != drops:
                     if request.transport is not None:
@@ -503,7 +512,7 @@ class FakeBotApi:
         if len(data) > MAX_DOWNLOAD:
             raise ApiError(400, "Bad Request: file is too big")
         return {"file_id": fid, "file_unique_id": "u" + fid, "file_size": len(data),
-                "file_path": path}
+                "file_path": self.file_path_override.get(path.split("_", 1)[-1], path)}
 
     def _target(self, p: dict[str, Any]) -> tuple[str, Chat, int | None]:
         chat_id = str(p.get("chat_id"))
