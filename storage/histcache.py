@@ -3,16 +3,18 @@
 A turn reads its session's whole active transcript; decoding it (a dict and a few `json.loads`
 per row) costs more than anything else the store does for a long chat: about 3 ms for 600
 rows on a small host, every turn. The cache keeps the decoded rows of recently read sessions
-and, on the next read, asks the database only `count(*)` and `max(id)` of the active rows:
-- the same pair: nothing changed, the cached rows are the transcript;
-- a larger `max(id)`: the rows after the cached `max(id)` are read and, when the count grows
-  by exactly their number, appended (a turn's own new messages);
-- anything else (a rewind, an in-place compaction, any hidden row): the whole transcript is
-  read again.
-Rows are only ever appended or hidden (`active = 0`); their model-facing columns are never
-rewritten, so the pair decides. It also holds for a writer in another process (the
-`hermes sessions compress` CLI, another replica): the check reads the database, not a
-notification. Bounded by sessions and by rows; least recently read first out.
+and, on the next read, asks the database only `count(*)`, `max(id)` and the summed length of
+the content of the active rows:
+- the same three: nothing changed, the cached rows are the transcript;
+- a larger `max(id)`: the rows after the cached `max(id)` are read and, when the count and
+  the length grow by exactly theirs, appended (a turn's own new messages);
+- anything else (a rewind, an in-place compaction, a hidden row, a revised text such as an
+  image's description): the whole transcript is read again.
+Rows are appended, hidden (`active = 0`) or have their text revised (`revise_message`, which
+also drops the entry in this process); the length catches a revision made by another process.
+The check reads the database, not a notification, so it holds for writers elsewhere (the
+`hermes sessions compress` CLI, another replica). Bounded by sessions and by rows; least
+recently read first out.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ Message = dict[str, Any]
 class CachedHistory:
     count: int
     max_id: int
+    size: int  # sum(length(content)) as the database counts it
     rows: tuple[Message, ...]
 
 

@@ -25,15 +25,6 @@ __all__ = ["LiveMixin"]
 
 
 class LiveMixin(StoreBase):
-    _history_cache: HistoryCache | None = None
-
-    @property
-    def _histories(self) -> HistoryCache:
-        """The decoded transcripts of recently read sessions (see `storage.histcache`)."""
-        if self._history_cache is None:
-            self._history_cache = HistoryCache()
-        return self._history_cache
-
     async def append_live(
         self, session_id: str, messages: list[dict[str, Any]],
         *, release: Iterable[tuple[str, str]] = (),
@@ -98,11 +89,11 @@ class LiveMixin(StoreBase):
 async def _cached_history(conn: Conn, cache: HistoryCache, session_id: str
                           ) -> list[dict[str, Any]]:
     """`history_on`, decoding only the rows the cache does not hold yet."""
-    [(count, max_id)] = list(await conn.execute_fetchall(
-        "SELECT count(*), coalesce(max(id), 0) FROM messages"
-        " WHERE session_id = ? AND active = 1", (session_id,)))
+    [(count, max_id, size)] = list(await conn.execute_fetchall(
+        "SELECT count(*), coalesce(max(id), 0), coalesce(sum(length(content)), 0)"
+        " FROM messages WHERE session_id = ? AND active = 1", (session_id,)))
     entry = cache.get(session_id)
-    if entry is not None and (entry.count, entry.max_id) == (count, max_id):
+    if entry is not None and (entry.count, entry.max_id, entry.size) == (count, max_id, size):
         cache.hits += 1
         return [dict(m) for m in entry.rows]
     rows: tuple[dict[str, Any], ...] | None = None
@@ -110,12 +101,16 @@ async def _cached_history(conn: Conn, cache: HistoryCache, session_id: str
         new = [row_to_message(r) for r in await conn.execute_fetchall(
             f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1"
             " AND id > ? ORDER BY id", (session_id, entry.max_id))]
-        if entry.count + len(new) == count:
+        [(_, new_size)] = list(await conn.execute_fetchall(
+            "SELECT count(*), coalesce(sum(length(content)), 0) FROM messages"
+            " WHERE session_id = ? AND active = 1 AND id > ?", (session_id, entry.max_id)))
+        if entry.count + len(new) == count and entry.size + new_size == size:
             cache.extended += 1
             rows = (*entry.rows, *new)
     if rows is None:
         cache.misses += 1
         rows = tuple(await history_on(conn, session_id))
         count, max_id = len(rows), (rows[-1]["_id"] if rows else 0)
-    cache.put(session_id, CachedHistory(count, max_id, rows))
+    cache.put(session_id, CachedHistory(count, max_id, size, rows))
     return [dict(m) for m in rows]
+

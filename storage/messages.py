@@ -153,9 +153,10 @@ class MessagesMixin(StoreBase):
 
         async def op(conn: Conn) -> bool:
             rows = list(await conn.execute_fetchall(
-                "SELECT meta FROM messages WHERE id = ?", (message_id,)))
+                "SELECT meta, session_id FROM messages WHERE id = ?", (message_id,)))
             if not rows:
                 return False
+            self._histories.forget(rows[0][1])  # its cached transcript holds the old text
             extra: dict[str, Any] = json.loads(rows[0][0]) if rows[0][0] else {}
             extra.update(meta or {})
             await conn.execute(

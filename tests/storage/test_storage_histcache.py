@@ -76,6 +76,24 @@ async def test_a_rewind_and_an_in_place_compaction_are_seen(
     assert compacted == await fresh(reopen, s.id)
 
 
+async def test_a_revised_text_is_seen_here_and_from_another_process(
+    store: StateStore, reopen: Callable[[], Awaitable[StateStore]],
+) -> None:
+    s = await store.create_session(source="fake")
+    _, ids = await store.append_live(s.id, turn("[image: photo.jpg]", "a nice photo"))
+    await store.live_history(s.id)
+    assert await store.revise_message(ids[0], "[image: photo.jpg — a cat on a sofa]")
+    _, here = await store.live_history(s.id)
+    assert here[0]["content"] == "[image: photo.jpg — a cat on a sofa]"
+    other = await reopen()
+    try:
+        await other.revise_message(ids[0], "[image: photo.jpg — a dog on a sofa!]")
+    finally:
+        await other.close()
+    _, after = await store.live_history(s.id)
+    assert after[0]["content"] == "[image: photo.jpg — a dog on a sofa!]"
+
+
 async def test_callers_changing_what_they_got_do_not_change_the_cache(
     store: StateStore,
 ) -> None:
@@ -93,9 +111,9 @@ def test_the_cache_is_bounded_by_sessions_and_rows() -> None:
     cache = HistoryCache(max_sessions=3, max_rows=10)
     row = {"role": "user", "content": "x"}
     for i in range(5):
-        cache.put(f"s{i}", CachedHistory(2, i, (row, row)))
+        cache.put(f"s{i}", CachedHistory(2, i, 2, (row, row)))
     assert len(cache) == 3 and cache.get("s0") is None and cache.get("s4") is not None
-    cache.put("big", CachedHistory(8, 9, (row,) * 8))  # 8 + the newest 2 fit
+    cache.put("big", CachedHistory(8, 9, 8, (row,) * 8))  # 8 + the newest 2 fit
     assert len(cache) == 2 and cache.get("s4") is not None
-    cache.put("huge", CachedHistory(11, 9, (row,) * 11))  # never kept
+    cache.put("huge", CachedHistory(11, 9, 11, (row,) * 11))  # never kept
     assert cache.get("huge") is None
