@@ -7,12 +7,16 @@ run in parallel), runs them, and turns every exception into an error result.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.interrupt import InterruptSignal
 from agent_core.ports import AgentPorts
+
+if TYPE_CHECKING:
+    from agent_core.tools.registry import Tool
 
 __all__ = ["ToolCall", "ToolContext", "ToolOutcome"]
 
@@ -66,4 +70,8 @@ class ToolContext:
     #: Who caused this turn, as an opaque label ("<platform>:<user id>"), recorded by tools
     #: whose writes outlive the turn (skills). None: the operator.
     principal: str | None = None
+    #: The tools this session is offered, by name (set by `ToolRegistry.execute` from its
+    #: `tools`, i.e. the session's `ToolSelection`); a tool that calls other tools
+    #: (`execute_code`) calls only these. None: every registered tool.
+    offered: Mapping[str, Tool] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
