@@ -47,6 +47,9 @@ class DashboardSources:
     sessions: Callable[[], Awaitable[dict[str, Any]]]
     compression: Callable[[], dict[str, Any]]
     version: str = ""
+    #: Grows when this process creates a session or records a turn's usage (a counter read,
+    #: `TurnService.totals_changes`): the overview re-reads the stored totals when it moved.
+    changes: Callable[[], int] = lambda: 0
 
 
 def _redirect(location: str) -> web.Response:
@@ -78,9 +81,11 @@ class DashboardServer:
         self._clock = clock
         self._started = clock()
         self._runner: web.AppRunner | None = None
-        # (when, since, usage per day, session count): the store's aggregates, re-read at
-        # most every AGGREGATES_TTL_S so an open overview polling every 2 s costs little
-        self._aggregates: tuple[float, float, list[DayUsage], int] | None = None
+        # (when, since, changes, usage per day, session count): the store's aggregates,
+        # re-read when this process created a session or recorded usage since (`changes`),
+        # else every AGGREGATES_TTL_S (for writes of other processes), so an open overview
+        # polling every 2 s beside an idle gateway costs little
+        self._aggregates: tuple[float, float, int, list[DayUsage], int] | None = None
         self.port = 0
         self._env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(HERE / "templates")),
@@ -185,12 +190,14 @@ class DashboardServer:
         today = dt.datetime.fromtimestamp(now, dt.UTC).date()
         since = dt.datetime.combine(today - dt.timedelta(days=USAGE_DAYS - 1), dt.time(),
                                     dt.UTC).timestamp()
+        changes = self._src.changes()
         cached = self._aggregates
-        if cached is None or now - cached[0] > AGGREGATES_TTL_S or cached[1] != since:
+        if (cached is None or now - cached[0] > AGGREGATES_TTL_S or cached[1] != since
+                or cached[2] != changes):
             usage_rows, count = await asyncio.gather(store.usage_by_day(since),
                                                      store.session_count())
-            cached = self._aggregates = (now, since, usage_rows, count)
-        _, _, usage, total = cached
+            cached = self._aggregates = (now, since, changes, usage_rows, count)
+        _, _, _, usage, total = cached
         sessions = await self._src.sessions()
         comp = self._src.compression()
         raw = comp.get("running")

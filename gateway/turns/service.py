@@ -85,6 +85,12 @@ class TurnService:
         self._metrics = metrics
         self._background: set[asyncio.Task[Any]] = set()
 
+    def totals_changes(self) -> int:
+        """A number that grows whenever a session is created or a turn's usage is written
+        here: the dashboard re-reads its stored totals when it moved (two counters, no
+        work on the turn's path)."""
+        return self.sessions.created + self._usage.recorded
+
     @property
     def builder(self) -> AgentBuilder:
         """The turn's agent builder (the sessions' tool selections, for `/tools`)."""

@@ -53,6 +53,8 @@ class SessionResolver:
         self._policy = policy
         self._format_hint = format_hint
         self._clock = clock
+        #: Sessions created: the dashboard re-reads its totals when this moves.
+        self.created = 0
 
     async def resolve(self, key: str, event: MessageEvent) -> tuple[Session, str | None]:
         """The live session for `key` (created when missing) and, when the policy reset the
@@ -81,10 +83,12 @@ class SessionResolver:
             platform_hint=self._format_hint(event.platform),
             audience=None if event.is_group else event.principal,
             platform=event.platform, chat_id=event.chat_id)
-        return await self._store.create_session(
+        session = await self._store.create_session(
             source=event.platform, user_id=event.user.id, session_key=key,
             chat_id=event.chat_id, chat_type=event.chat_type.value, thread_id=event.thread_id,
             model=self._agents.model, system_prompt=prompt, title=title)
+        self.created += 1
+        return session
 
     async def _quiet_memory_turn(self, session: Session, event: MessageEvent) -> None:
         """Before a reset, one undelivered turn in which the agent may save memories. Must

@@ -20,6 +20,8 @@ class UsageRecorder:
     def __init__(self, ledger: UsageLedger, metrics: GatewayMetrics | None = None) -> None:
         self._ledger = ledger
         self._metrics = metrics
+        #: Turns whose usage was written: the dashboard re-reads its totals when this moves.
+        self.recorded = 0
 
     async def record(self, session_id: str, usage: Sequence[Usage]) -> GuardState | None:
         """Add the turn's usage (one entry per model call). Returns the compression guard
@@ -39,6 +41,7 @@ class UsageRecorder:
                 api_calls=len(usage),
                 last_prompt_tokens=usage[-1].prompt_tokens or None,
             )
+            self.recorded += 1
         except Exception as exc:  # noqa: BLE001 - the reply is out; only counters are lost
             log.warning("usage_not_recorded", session_id=session_id, error=type(exc).__name__)
         if self._metrics is not None:
