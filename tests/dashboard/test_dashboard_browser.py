@@ -162,6 +162,48 @@ async def test_operator_walkthrough(gateway: tuple[GatewayRunner, FakeAdapter],
     await client.close()
 
 
+async def test_every_page_reads_without_javascript(
+        gateway: tuple[GatewayRunner, FakeAdapter], model: FakeOpenAIServer,
+        browser: Any) -> None:
+    """A browser with JavaScript off: log in, read the overview, the sessions list and a
+    transcript (the live refresh is the only thing missing: a reload shows what is new)."""
+    runner, fake = gateway
+    assert runner.dashboard is not None
+    base = runner.dashboard.url.rstrip("/")
+    context = await browser.new_context(java_script_enabled=False)
+    page = await context.new_page()
+    await page.goto(base + "/")
+    assert page.url.endswith("/login")
+    await page.fill("#token", TOKEN)
+    await page.click("button[type=submit]")
+    await page.wait_for_url(base + "/")
+    overview = await page.inner_text("main")
+    assert "Adapters" in overview and "connected" in overview
+    assert await page.inner_text("#total-sessions") == "0"
+
+    await page.goto(base + "/sessions")
+    assert "No sessions yet." in await page.inner_text("#live")
+    model.enqueue(Reply(text="Okapis live in the Ituri forest."))
+    await fake.inject("where do okapis live?", chat_id="c1", user_id="u1")
+    await fake.wait_turns(1, timeout_s=15)
+    await _until(lambda: _tokens(runner), "the turn's usage in state.db")
+    await asyncio.sleep(2.5)  # two polls' worth: nothing refreshes the page without a script
+    assert "No sessions yet." in await page.inner_text("#live")
+    assert await page.get_attribute("#live", "data-updated") is None
+
+    await page.reload()
+    await page.click("#live td a")
+    assert "/sessions/" in page.url
+    transcript = await page.inner_text("ol.transcript")
+    assert "where do okapis live?" in transcript
+    assert "Okapis live in the Ituri forest." in transcript
+    await page.goto(base + "/")
+    assert await page.inner_text("#total-sessions") == "1"
+    today = page.locator("svg.chart rect.in").last
+    assert float(await today.get_attribute("height") or 0) > 0
+    await context.close()
+
+
 async def test_forms_need_the_csrf_token_and_pages_escape(
         gateway: tuple[GatewayRunner, FakeAdapter], model: FakeOpenAIServer) -> None:
     runner, fake = gateway
