@@ -29,6 +29,8 @@ log = structlog.get_logger("gateway.dashboard")
 HERE = Path(__file__).parent
 USAGE_DAYS = 14
 PAGE = 50
+#: Messages a session's page shows (the newest; the export has all).
+TRANSCRIPT = 200
 AGGREGATES_TTL_S = 10.0
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -168,19 +170,24 @@ class DashboardServer:
         return self._auth.csrf_ok(request, str(form.get("csrf", "")))
 
     # -- rendering -----------------------------------------------------------------------------
-    def _page(self, request: web.Request, name: str, status: int = 200,
-              **ctx: Any) -> web.Response:
+    async def _page(self, request: web.Request, name: str, status: int = 200,
+                    **ctx: Any) -> web.Response:
         csrf = self._auth.csrf_of(request)
         resp = web.Response(status=status, content_type="text/html", charset="utf-8")
         if csrf is None and not self._auth.needs_login:
             csrf = self._auth.open_session(resp)
-        resp.text = self._env.get_template(name).render(
-            csrf=csrf or "", login=self._auth.needs_login, path=request.path, **ctx)
+        resp.text = await self._render(name, csrf=csrf or "", login=self._auth.needs_login,
+                                       path=request.path, **ctx)
         return resp
 
-    def _fragment(self, name: str, **ctx: Any) -> web.Response:
-        return web.Response(text=self._env.get_template(name).render(**ctx),
-                            content_type="text/html", charset="utf-8")
+    async def _fragment(self, name: str, **ctx: Any) -> web.Response:
+        return web.Response(text=await self._render(name, **ctx), content_type="text/html",
+                            charset="utf-8")
+
+    async def _render(self, name: str, **ctx: Any) -> str:
+        """The template rendered in a worker thread (a transcript page is CPU work: it must
+        not hold the event loop that runs the turns)."""
+        return await asyncio.to_thread(self._env.get_template(name).render, **ctx)
 
     # -- overview ------------------------------------------------------------------------------
     async def overview_data(self) -> dict[str, Any]:
@@ -215,10 +222,10 @@ class DashboardServer:
         }
 
     async def _overview(self, request: web.Request) -> web.Response:
-        return self._page(request, "overview.html", **await self.overview_data())
+        return await self._page(request, "overview.html", **await self.overview_data())
 
     async def _overview_fragment(self, request: web.Request) -> web.Response:
-        return self._fragment("_overview.html", **await self.overview_data())
+        return await self._fragment("_overview.html", **await self.overview_data())
 
     # -- sessions ------------------------------------------------------------------------------
     async def _sessions_data(self, request: web.Request) -> dict[str, Any]:
@@ -229,10 +236,10 @@ class DashboardServer:
         return {"q": "", "hits": [], "rows": await store.list_sessions(limit=PAGE)}
 
     async def _sessions(self, request: web.Request) -> web.Response:
-        return self._page(request, "sessions.html", **await self._sessions_data(request))
+        return await self._page(request, "sessions.html", **await self._sessions_data(request))
 
     async def _sessions_fragment(self, request: web.Request) -> web.Response:
-        return self._fragment("_sessions.html", **await self._sessions_data(request))
+        return await self._fragment("_sessions.html", **await self._sessions_data(request))
 
     async def _find(self, request: web.Request) -> Session:
         s = await self._src.store.get_session(request.match_info["sid"][:200])
@@ -243,11 +250,11 @@ class DashboardServer:
     async def _session(self, request: web.Request) -> web.Response:
         store = self._src.store
         s = await self._find(request)
-        ancestors, children, messages = await asyncio.gather(
-            store.ancestors(s.id), store.children(s.id), store.load_all(s.id))
-        return self._page(request, "session.html", s=s, ancestors=ancestors,
-                          children=children, messages=messages[-500:],
-                          hidden=max(len(messages) - 500, 0))
+        ancestors, children, (messages, total) = await asyncio.gather(
+            store.ancestors(s.id), store.children(s.id), store.load_tail(s.id, TRANSCRIPT))
+        return await self._page(request, "session.html", s=s, ancestors=ancestors,
+                                children=children, messages=messages,
+                                hidden=max(total - len(messages), 0))
 
     async def _export(self, request: web.Request) -> web.Response:
         s = await self._find(request)
@@ -264,7 +271,7 @@ class DashboardServer:
         store = self._src.store
         pending, approved = await asyncio.gather(store.pending_pairing_codes(),
                                                  store.approved_users())
-        return self._page(request, "pairing.html", status=status, pending=pending,
+        return await self._page(request, "pairing.html", status=status, pending=pending,
                           approved=approved, note=note)
 
     async def _approve(self, request: web.Request) -> web.Response:
@@ -294,7 +301,7 @@ class DashboardServer:
     async def _login_form(self, request: web.Request) -> web.StreamResponse:
         if not self._auth.needs_login:
             return _redirect("/")
-        return self._page(request, "login.html")
+        return await self._page(request, "login.html")
 
     async def _login(self, request: web.Request) -> web.StreamResponse:
         if not self._auth.needs_login:
@@ -302,7 +309,7 @@ class DashboardServer:
         form = await request.post()
         if not self._auth.token_ok(str(form.get("token", ""))):
             log.warning("dashboard_login_refused")
-            return self._page(request, "login.html", status=401, error=True)
+            return await self._page(request, "login.html", status=401, error=True)
         resp = _redirect("/")
         self._auth.open_session(resp)
         return resp
