@@ -42,6 +42,7 @@ from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
 from gateway.supervisor import AdapterSupervisor, SupervisorSettings
 from gateway.turns import ResetPolicy, TurnService, TurnSettings, build_turns
+from gateway.usage_tally import UsageTally
 from storage.ports import (
     ApprovalLedger,
     CompactionCommitter,
@@ -109,6 +110,8 @@ class GatewayParts:
     commands: CommandRegistry
     inbound: InboundRouter
     supervisor: AdapterSupervisor
+    #: What the turn layer stored since start (sessions, tokens), for the dashboard.
+    tally: UsageTally
 
 
 def access_policy(config: HermesConfig,
@@ -180,6 +183,7 @@ def wire(
     )
     compression = _compression(config, store, agents, delivery, adapters, metrics, format_hint)
     approvals = ApprovalDesk(store, delivery, clock=clock)
+    tally = UsageTally()
     turns = build_turns(
         store, delivery, agents,
         reset=ResetPolicy(mode=gw.session_reset.mode, idle_minutes=gw.session_reset.idle_minutes,
@@ -189,6 +193,7 @@ def wire(
         compression=compression, metrics=metrics, clock=clock,
         approvals=approvals, approval_timeout_s=config.tools.terminal.approval_timeout_s,
         media=(media or MediaReader()).with_workspace(agents.spaces.workspace),
+        tally=tally,
     )
     inbox = DurableInbox(store, boot_id=boot_id)
     manager = SessionManager(
@@ -217,7 +222,7 @@ def wire(
     return GatewayParts(store=store, agents=agents, adapters=adapters, activity=activity,
                         delivery=delivery, compression=compression, turns=turns, inbox=inbox,
                         manager=manager, commands=commands, inbound=inbound,
-                        supervisor=supervisor)
+                        supervisor=supervisor, tally=tally)
 
 
 def _compression(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import time
@@ -20,6 +21,7 @@ from gateway.dashboard.chart import HEIGHT, WIDTH, usage_bars
 from gateway.dashboard.errors import RecentErrors
 from gateway.process import process_stats
 from gateway.supervision_types import AdapterStatus
+from gateway.usage_tally import TallySnapshot
 from storage.ports import HistoryReader, LeaseStore, PairingStore, Reports
 from storage.types import DayUsage, Session
 
@@ -49,9 +51,9 @@ class DashboardSources:
     sessions: Callable[[], Awaitable[dict[str, Any]]]
     compression: Callable[[], dict[str, Any]]
     version: str = ""
-    #: Grows when this process creates a session or records a turn's usage (a counter read,
-    #: `TurnService.totals_changes`): the overview re-reads the stored totals when it moved.
-    changes: Callable[[], int] = lambda: 0
+    #: What this process stored since it started (sessions, tokens per day; counters kept
+    #: by the turn layer): the overview adds what it gained since its last read of the store.
+    tally: Callable[[], TallySnapshot] = TallySnapshot
 
 
 def _redirect(location: str) -> web.Response:
@@ -62,6 +64,18 @@ def _when(ts: float | None) -> str:
     if not ts:
         return ""
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _plus(rows: list[DayUsage], gained: TallySnapshot) -> list[DayUsage]:
+    """The stored usage per day plus the tokens the tally gained since it was read."""
+    if not gained.days:
+        return rows
+    by_day = {r.day: r for r in rows}
+    for day, (tin, tout) in gained.days.items():
+        r = by_day.get(day) or DayUsage(day, 0, 0, 0)
+        by_day[day] = dataclasses.replace(r, input_tokens=r.input_tokens + tin,
+                                          output_tokens=r.output_tokens + tout)
+    return [by_day[d] for d in sorted(by_day)]
 
 
 def _size(n: int | None) -> str:
@@ -83,11 +97,11 @@ class DashboardServer:
         self._clock = clock
         self._started = clock()
         self._runner: web.AppRunner | None = None
-        # (when, since, changes, usage per day, session count): the store's aggregates,
-        # re-read when this process created a session or recorded usage since (`changes`),
-        # else every AGGREGATES_TTL_S (for writes of other processes), so an open overview
-        # polling every 2 s beside an idle gateway costs little
-        self._aggregates: tuple[float, float, int, list[DayUsage], int] | None = None
+        # (when, since, the tally before the read, usage per day, session count): the
+        # store's aggregates, re-read every AGGREGATES_TTL_S; in between the overview adds
+        # what the tally gained since the read, so it is current after every turn with no
+        # query per turn or per poll
+        self._aggregates: tuple[float, float, TallySnapshot, list[DayUsage], int] | None = None
         self.port = 0
         self._env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(HERE / "templates")),
@@ -197,14 +211,16 @@ class DashboardServer:
         today = dt.datetime.fromtimestamp(now, dt.UTC).date()
         since = dt.datetime.combine(today - dt.timedelta(days=USAGE_DAYS - 1), dt.time(),
                                     dt.UTC).timestamp()
-        changes = self._src.changes()
         cached = self._aggregates
-        if (cached is None or now - cached[0] > AGGREGATES_TTL_S or cached[1] != since
-                or cached[2] != changes):
+        if cached is None or now - cached[0] > AGGREGATES_TTL_S or cached[1] != since:
+            mark = self._src.tally()
             usage_rows, count = await asyncio.gather(store.usage_by_day(since),
                                                      store.session_count())
-            cached = self._aggregates = (now, since, changes, usage_rows, count)
-        _, _, _, usage, total = cached
+            cached = self._aggregates = (now, since, mark, usage_rows, count)
+        _, _, mark, stored_usage, stored_count = cached
+        gained = self._src.tally().since(mark)
+        usage = _plus(stored_usage, gained)
+        total = stored_count + gained.sessions
         sessions = await self._src.sessions()
         comp = self._src.compression()
         raw = comp.get("running")

@@ -35,6 +35,7 @@ from gateway.turns.sessions import ResetPolicy, SessionResolver
 from gateway.turns.steering import SteerDesk, Steering
 from gateway.turns.transcript import TurnTranscript
 from gateway.turns.usage import UsageRecorder
+from gateway.usage_tally import UsageTally
 from hermes_common.backoff import Backoff
 from storage.types import Session
 
@@ -84,12 +85,6 @@ class TurnService:
         self._s = settings
         self._metrics = metrics
         self._background: set[asyncio.Task[Any]] = set()
-
-    def totals_changes(self) -> int:
-        """A number that grows whenever a session is created or a turn's usage is written
-        here: the dashboard re-reads its stored totals when it moved (two counters, no
-        work on the turn's path)."""
-        return self.sessions.created + self._usage.recorded
 
     @property
     def builder(self) -> AgentBuilder:
@@ -243,7 +238,8 @@ class TurnService:
                 await consumer.stop_streaming()
             # Bookkeeping after the reply: the usage write hands back the guard state the
             # compression check needs (no read of its own, no race with the write).
-            stored = await self._usage.record(session.id, shown.usage)
+            stored = await self._usage.record(session.id, shown.usage,
+                                              started_at=session.started_at)
             if outcome == "ok" and self._compression is not None:
                 last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
                 await self._compression.after_turn(session.id, last_prompt, stored)
@@ -353,15 +349,17 @@ def build_turns(
     approvals: ApprovalDesk | None = None,
     approval_timeout_s: float = 300.0,
     media: MediaReader | None = None,
+    tally: UsageTally | None = None,
 ) -> TurnService:
-    """Wire the turn layer from the gateway's parts."""
+    """Wire the turn layer from the gateway's parts (`tally`: counts what it stores, for
+    the dashboard)."""
     builder = AgentBuilder(agents, store, delivery, approvals=approvals,
                            approval_timeout_s=approval_timeout_s)
     return TurnService(
         store, delivery,
         sessions=SessionResolver(store, builder, policy=reset, format_hint=format_hint,
-                                 clock=clock),
-        agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics),
+                                 clock=clock, tally=tally),
+        agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics, tally),
         compression=compression, settings=settings, metrics=metrics, media=media,
     )
 

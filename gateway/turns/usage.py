@@ -8,6 +8,7 @@ import structlog
 
 from agent_core.events import Usage
 from gateway.metrics import GatewayMetrics
+from gateway.usage_tally import UsageTally
 from storage.ports import UsageLedger
 from storage.types import GuardState
 
@@ -17,15 +18,17 @@ log = structlog.get_logger("gateway.turns")
 
 
 class UsageRecorder:
-    def __init__(self, ledger: UsageLedger, metrics: GatewayMetrics | None = None) -> None:
+    def __init__(self, ledger: UsageLedger, metrics: GatewayMetrics | None = None,
+                 tally: UsageTally | None = None) -> None:
         self._ledger = ledger
         self._metrics = metrics
-        #: Turns whose usage was written: the dashboard re-reads its totals when this moves.
-        self.recorded = 0
+        self._tally = tally
 
-    async def record(self, session_id: str, usage: Sequence[Usage]) -> GuardState | None:
-        """Add the turn's usage (one entry per model call). Returns the compression guard
-        state from before it (None when nothing was recorded). Must not raise."""
+    async def record(self, session_id: str, usage: Sequence[Usage], *,
+                     started_at: float | None = None) -> GuardState | None:
+        """Add the turn's usage (one entry per model call) to the session (which started at
+        `started_at`, for the tally). Returns the compression guard state from before it
+        (None when nothing was recorded). Must not raise."""
         if not usage:
             return None
         stored = None
@@ -41,7 +44,8 @@ class UsageRecorder:
                 api_calls=len(usage),
                 last_prompt_tokens=usage[-1].prompt_tokens or None,
             )
-            self.recorded += 1
+            if self._tally is not None and started_at is not None:
+                self._tally.usage_recorded(started_at, prompt, completion)
         except Exception as exc:  # noqa: BLE001 - the reply is out; only counters are lost
             log.warning("usage_not_recorded", session_id=session_id, error=type(exc).__name__)
         if self._metrics is not None:
