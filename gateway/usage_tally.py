@@ -4,7 +4,9 @@ created, tokens recorded), kept by the turn layer as plain counters, with no I/O
 The dashboard reads the store's aggregates (`Reports.usage_by_day`, `session_count`) now and
 then and adds what the tally gained since that read, so its overview is current right after a
 turn without a query per turn or per page. Tokens count on the UTC day their session started,
-as in `usage_by_day`.
+as in `usage_by_day`. A write that commits while the dashboard reads the store may count
+twice until its next read (10 s); sessions created outside the turn layer (compression
+children, branches) show at that read.
 """
 
 from __future__ import annotations
