@@ -1,12 +1,15 @@
 """`hermes chat --demo` on a fresh clone: the offline stand-in model in a throwaway profile.
 It answers, leaves the user's profile (HERMES_HOME) and the temp folder as they were, and
-needs no network but loopback (run once inside a network namespace that has nothing else)."""
+needs no network but loopback (run once inside a network namespace that has nothing else);
+one that cannot start says why and exits."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,16 +20,25 @@ REPLY = ("[offline stand-in model] You said: “hello”. This is turn 1 of our 
          "I keep every message in state.db.")
 
 
-def _demo(tmp_path: Path, prefix: list[str]) -> tuple[subprocess.CompletedProcess[str], Path,
-                                                      Path]:
-    profile, scratch = tmp_path / "profile", tmp_path / "tmp"
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A short TMPDIR: the throwaway profile's Unix socket path must fit in 107 bytes."""
+    path = Path(tempfile.mkdtemp(prefix="hcd-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _demo(tmp_path: Path, scratch: Path, prefix: list[str], timeout: float = 120,
+          ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    profile = tmp_path / "profile"
     profile.mkdir()
-    scratch.mkdir()
     env = {**chat_env(tmp_path / "home"), "HERMES_HOME": str(profile), "TMPDIR": str(scratch)}
     proc = subprocess.run([*prefix, str(HERMES), "chat", "--demo", "-q", "hello", "--json"],
-                          env=env, capture_output=True, text=True, timeout=120,
+                          env=env, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
-    return proc, profile, scratch
+    return proc, profile
 
 
 def _check(proc: subprocess.CompletedProcess[str], profile: Path, scratch: Path,
@@ -41,9 +53,20 @@ def _check(proc: subprocess.CompletedProcess[str], profile: Path, scratch: Path,
     assert not (home / ".hermes").exists()
 
 
-def test_chat_demo_answers_in_a_throwaway_profile(tmp_path: Path) -> None:
-    proc, profile, scratch = _demo(tmp_path, [])
+def test_chat_demo_answers_in_a_throwaway_profile(tmp_path: Path, scratch: Path) -> None:
+    proc, profile = _demo(tmp_path, scratch, [])
     _check(proc, profile, scratch, tmp_path / "home")
+
+
+def test_chat_demo_that_cannot_start_exits_with_the_error(tmp_path: Path) -> None:
+    """A TMPDIR so long that the cli adapter's socket path does not fit: the chat-only
+    gateway fails to start, and `hermes chat` says so and exits (it used to hang)."""
+    scratch = tmp_path / ("x" * 90)
+    scratch.mkdir()
+    proc, profile = _demo(tmp_path, scratch, [], timeout=90)
+    assert proc.returncode == 1
+    assert "hermes: error:" in proc.stderr and "adapter" in proc.stderr
+    assert list(scratch.iterdir()) == [] and list(profile.iterdir()) == []
 
 
 def _netns_prefix() -> list[str] | None:
@@ -59,12 +82,12 @@ def _netns_prefix() -> list[str] | None:
     return [unshare, "-rn", "sh", "-c", f'{ip} link set lo up && exec "$@"', "netns"]
 
 
-def test_chat_demo_needs_no_network_but_loopback(tmp_path: Path) -> None:
+def test_chat_demo_needs_no_network_but_loopback(tmp_path: Path, scratch: Path) -> None:
     prefix = _netns_prefix()
     if prefix is None:
         pytest.skip("this host allows no unprivileged network namespace (unshare -rn)")
     links = subprocess.run([*prefix, "ip", "-o", "link"], capture_output=True, text=True,
                            timeout=10).stdout.splitlines()
     assert len(links) == 1 and ": lo:" in links[0]  # nothing to reach but loopback
-    proc, profile, scratch = _demo(tmp_path, prefix)
+    proc, profile = _demo(tmp_path, scratch, prefix)
     _check(proc, profile, scratch, tmp_path / "home")
