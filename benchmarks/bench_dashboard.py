@@ -7,11 +7,11 @@ Run: .venv/bin/python benchmarks/bench_dashboard.py [--quick]
    the last 14 days) plus one long session (LONG messages with tool calls, three compression
    ancestors, a compression child and two branches) behind a real `DashboardServer` on
    127.0.0.1; each page is fetched over HTTP (aiohttp client, same loop) REPS times after a
-   warm-up; the overview also with the store's aggregates (usage per day, session count)
-   re-read on every fetch (they are re-read every 10 s; between reads the overview adds
-   the turn layer's counters). Baseline in the same run: a bare aiohttp
-   handler on the same loop answering a pre-rendered body of the overview's size (the HTTP
-   round trip, none of our code). Goal: every page < 50 ms (median).
+   warm-up; the overview also with the store's usage per day (a sum over every session of
+   14 days) re-read on every fetch (it is re-read every 10 s; between reads the overview
+   adds the turn layer's counters). Baseline in the same run: a bare aiohttp handler on the
+   same loop answering a pre-rendered body of the overview's size (the HTTP round trip, none
+   of our code). Goal: every page < 50 ms (median).
 2. Turn overhead. Two real `GatewayRunner`s in this process (the in-memory fake adapter, the
    fake OpenAI model, INFO logs to /dev/null), both with SESSIONS sessions stored: one with
    the dashboard off, one with it on. Sequential turns (event injected → turn completed) in
@@ -180,7 +180,7 @@ async def pages(reps: int, n: int) -> bool:
             results = {name: await timed_get(http, base + path, reps)
                        for name, path in urls.items()}
 
-            def cold() -> None:  # the overview re-reads the aggregates (its 10 s TTL passed)
+            def cold() -> None:  # the overview re-reads the usage per day (its TTL passed)
                 skew[0] += AGGREGATES_TTL_S + 1
 
             results["overview, aggregates re-read"] = await timed_get(http, base + "/", reps,

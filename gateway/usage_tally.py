@@ -1,12 +1,11 @@
-"""`UsageTally`: what this process added to the stored totals the dashboard shows (sessions
-created, tokens recorded), kept by the turn layer as plain counters, with no I/O.
+"""`UsageTally`: the tokens this process recorded, per UTC day of their session's start,
+kept by the turn layer as plain counters, with no I/O.
 
-The dashboard reads the store's aggregates (`Reports.usage_by_day`, `session_count`) now and
-then and adds what the tally gained since that read, so its overview is current right after a
-turn without a query per turn or per page. Tokens count on the UTC day their session started,
-as in `usage_by_day`. A write that commits while the dashboard reads the store may count
-twice until its next read (10 s); sessions created outside the turn layer (compression
-children, branches) show at that read.
+The dashboard reads the store's usage per day (`Reports.usage_by_day`, a sum over every
+session of 14 days) now and then and adds what the tally gained since that read, so its
+chart is current right after a turn without that query per turn or per page. Tokens count on
+the day their session started, as in `usage_by_day`. A write that commits while the
+dashboard reads the store may count twice until its next read (10 s).
 """
 
 from __future__ import annotations
@@ -20,10 +19,9 @@ __all__ = ["TallySnapshot", "UsageTally"]
 
 @dataclass(frozen=True, slots=True)
 class TallySnapshot:
-    """The tally at one moment: sessions created, and per day (`YYYY-MM-DD`, UTC) of the
-    session's start the (input, output) tokens recorded."""
+    """The tally at one moment: per day (`YYYY-MM-DD`, UTC) of the session's start, the
+    (input, output) tokens recorded."""
 
-    sessions: int = 0
     days: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     def since(self, earlier: TallySnapshot) -> TallySnapshot:
@@ -33,7 +31,7 @@ class TallySnapshot:
             was_in, was_out = earlier.days.get(day, (0, 0))
             if tin != was_in or tout != was_out:
                 days[day] = (tin - was_in, tout - was_out)
-        return TallySnapshot(self.sessions - earlier.sessions, days)
+        return TallySnapshot(days)
 
 
 def _day(ts: float) -> str:
@@ -44,11 +42,7 @@ class UsageTally:
     """Counters only: cheap enough for every turn (no lock: one event loop updates them)."""
 
     def __init__(self) -> None:
-        self._sessions = 0
         self._days: dict[str, tuple[int, int]] = {}
-
-    def session_created(self) -> None:
-        self._sessions += 1
 
     def usage_recorded(self, started_at: float, input_tokens: int, output_tokens: int) -> None:
         """A turn's tokens, written to the session that started at `started_at`."""
@@ -57,4 +51,4 @@ class UsageTally:
         self._days[day] = (tin + input_tokens, tout + output_tokens)
 
     def snapshot(self) -> TallySnapshot:
-        return TallySnapshot(self._sessions, dict(self._days))
+        return TallySnapshot(dict(self._days))

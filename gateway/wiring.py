@@ -110,7 +110,7 @@ class GatewayParts:
     commands: CommandRegistry
     inbound: InboundRouter
     supervisor: AdapterSupervisor
-    #: What the turn layer stored since start (sessions, tokens), for the dashboard.
+    #: The tokens the turn layer stored since start, for the dashboard's chart.
     tally: UsageTally
 
 

@@ -51,8 +51,8 @@ class DashboardSources:
     sessions: Callable[[], Awaitable[dict[str, Any]]]
     compression: Callable[[], dict[str, Any]]
     version: str = ""
-    #: What this process stored since it started (sessions, tokens per day; counters kept
-    #: by the turn layer): the overview adds what it gained since its last read of the store.
+    #: The tokens this process stored since it started, per day (counters kept by the turn
+    #: layer): the overview adds what they gained since its last read of the store.
     tally: Callable[[], TallySnapshot] = TallySnapshot
 
 
@@ -97,11 +97,11 @@ class DashboardServer:
         self._clock = clock
         self._started = clock()
         self._runner: web.AppRunner | None = None
-        # (when, since, the tally before the read, usage per day, session count): the
-        # store's aggregates, re-read every AGGREGATES_TTL_S; in between the overview adds
-        # what the tally gained since the read, so it is current after every turn with no
-        # query per turn or per poll
-        self._aggregates: tuple[float, float, TallySnapshot, list[DayUsage], int] | None = None
+        # (when, since, the tally before the read, usage per day): the store's usage per day
+        # (a sum over every session of 14 days), re-read every AGGREGATES_TTL_S; in between
+        # the overview adds what the tally gained since the read, so the chart is current
+        # after every turn with no such query per turn or per poll
+        self._aggregates: tuple[float, float, TallySnapshot, list[DayUsage]] | None = None
         self.port = 0
         self._env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(HERE / "templates")),
@@ -214,13 +214,10 @@ class DashboardServer:
         cached = self._aggregates
         if cached is None or now - cached[0] > AGGREGATES_TTL_S or cached[1] != since:
             mark = self._src.tally()
-            usage_rows, count = await asyncio.gather(store.usage_by_day(since),
-                                                     store.session_count())
-            cached = self._aggregates = (now, since, mark, usage_rows, count)
-        _, _, mark, stored_usage, stored_count = cached
-        gained = self._src.tally().since(mark)
-        usage = _plus(stored_usage, gained)
-        total = stored_count + gained.sessions
+            cached = self._aggregates = (now, since, mark, await store.usage_by_day(since))
+        _, _, mark, stored_usage = cached
+        usage = _plus(stored_usage, self._src.tally().since(mark))
+        total = await store.session_count()  # one COUNT(*): current on every page
         sessions = await self._src.sessions()
         comp = self._src.compression()
         raw = comp.get("running")

@@ -351,14 +351,14 @@ def build_turns(
     media: MediaReader | None = None,
     tally: UsageTally | None = None,
 ) -> TurnService:
-    """Wire the turn layer from the gateway's parts (`tally`: counts what it stores, for
-    the dashboard)."""
+    """Wire the turn layer from the gateway's parts (`tally`: counts the tokens it stores,
+    for the dashboard)."""
     builder = AgentBuilder(agents, store, delivery, approvals=approvals,
                            approval_timeout_s=approval_timeout_s)
     return TurnService(
         store, delivery,
         sessions=SessionResolver(store, builder, policy=reset, format_hint=format_hint,
-                                 clock=clock, tally=tally),
+                                 clock=clock),
         agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics, tally),
         compression=compression, settings=settings, metrics=metrics, media=media,
     )

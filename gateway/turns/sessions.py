@@ -14,7 +14,6 @@ from gateway.events import MessageEvent
 from gateway.sessions.reset import ResetMode, reset_reason
 from gateway.turns.builder import AgentBuilder
 from gateway.turns.ports import SessionStore
-from gateway.usage_tally import UsageTally
 from storage.types import Session
 
 __all__ = ["QUIET_MEMORY_PROMPT", "ResetPolicy", "SessionResolver"]
@@ -48,14 +47,12 @@ class SessionResolver:
         policy: ResetPolicy = ResetPolicy(),
         format_hint: Callable[[str], str] = lambda _platform: "",
         clock: Callable[[], float] = time.time,
-        tally: UsageTally | None = None,
     ) -> None:
         self._store = store
         self._agents = agents
         self._policy = policy
         self._format_hint = format_hint
         self._clock = clock
-        self._tally = tally
 
     async def resolve(self, key: str, event: MessageEvent) -> tuple[Session, str | None]:
         """The live session for `key` (created when missing) and, when the policy reset the
@@ -84,13 +81,10 @@ class SessionResolver:
             platform_hint=self._format_hint(event.platform),
             audience=None if event.is_group else event.principal,
             platform=event.platform, chat_id=event.chat_id)
-        session = await self._store.create_session(
+        return await self._store.create_session(
             source=event.platform, user_id=event.user.id, session_key=key,
             chat_id=event.chat_id, chat_type=event.chat_type.value, thread_id=event.thread_id,
             model=self._agents.model, system_prompt=prompt, title=title)
-        if self._tally is not None:
-            self._tally.session_created()
-        return session
 
     async def _quiet_memory_turn(self, session: Session, event: MessageEvent) -> None:
         """Before a reset, one undelivered turn in which the agent may save memories. Must

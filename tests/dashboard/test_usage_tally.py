@@ -1,7 +1,7 @@
-"""The overview's totals = the store's aggregates (re-read every 10 s) + what the turn
-layer's tally gained since that read: current after every write, never counted twice.
-A real store and a real `DashboardServer`; the writes are made the way the turn layer makes
-them (store first, then the tally)."""
+"""The overview's token chart = the store's usage per day (re-read every 10 s) + what the
+turn layer's tally gained since that read: current after every write, never counted twice;
+the stored count is read on every page. A real store and a real `DashboardServer`; the
+writes are made the way the turn layer makes them (store first, then the tally)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,6 @@ async def test_the_overview_adds_the_tally_between_reads_of_the_store(tmp_path: 
         assert await shown() == (1, (0, 0), (50, 5))            # read from the store
 
         new = await store.create_session(source="fake", session_key="k1", started_at=now[0])
-        tally.session_created()
         await turn(new.id, new.started_at, 300, 30)
         await turn(old.id, old.started_at, 7, 1)                # tokens go to its start day
         now[0] += 1
