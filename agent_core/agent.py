@@ -43,10 +43,12 @@ from agent_core.events import (
     ToolStarted,
 )
 from agent_core.interrupt import InterruptSignal
+from agent_core.memory.manager import TurnMemory
 from agent_core.messages import interrupted_result, repair, to_wire
 from agent_core.provider import ModelResponse, ProviderRouter
 from agent_core.tokens import estimate_messages
 from agent_core.tools.base import ToolCall, ToolContext, ToolOutcome
+from hermes_common.waits import run_unless
 
 __all__ = ["Agent", "AgentConfig", "SUMMARY_REQUEST", "ToolExecutor"]
 
@@ -77,6 +79,9 @@ class AgentConfig:
     retry_after_cap_s: float = 60.0
     tool_interrupt_grace_s: float = 3.0
     preview_chars: int = 200
+    #: False: the model's text is not yielded as `TextDelta`/`ReasoningDelta` (only the
+    #: terminal event carries it; an interrupted call keeps no partial text). For subagents.
+    text_deltas: bool = True
 
 
 def _preview(text: str, limit: int) -> str:
@@ -113,6 +118,10 @@ class Agent:
     `system_prompt` is sent byte-identical on every request until `set_system_prompt` replaces
     it (the caller does that after compression). `config.ephemeral_system_prompt` is appended
     to the system message of each request and never appears in returned messages.
+
+    `memory`: the external memory provider bound to this turn's user. Its recall for a new
+    user message is appended to the request copy of that message only (never to the system
+    prompt, never to the returned messages); `memory.sync` is the caller's to call.
     """
 
     def __init__(
@@ -123,8 +132,10 @@ class Agent:
         *,
         config: AgentConfig | None = None,
         context_factory: Callable[[], ToolContext] | None = None,
+        memory: TurnMemory | None = None,
     ) -> None:
         self.config = config or AgentConfig()
+        self.memory = memory
         self._router = router
         self._tools = tools
         self._system_prompt = system_prompt
@@ -133,6 +144,7 @@ class Agent:
             router,
             CallPolicy(self.config.backoff_base_s, self.config.backoff_max_s,
                        self.config.retry_after_cap_s),
+            deltas=self.config.text_deltas,
         )
         self._schemas: list[dict[str, Any]] | None = None
         self._signal: InterruptSignal | None = None
@@ -216,6 +228,8 @@ class Agent:
                 if isinstance(user_message, str) else dict(user_message)
             )
         wire = repair(source)
+        if user_message is not None and self.memory is not None:
+            await self._recall(wire, signal)
         added: list[Message] = []
         tools = self._tool_schemas()
         budget = IterationBudget(self.config.max_iterations)
@@ -275,6 +289,22 @@ class Agent:
         append(final)
         yield Final(result.text, added, budget.used, budget_exhausted=True)
 
+    async def _recall(self, wire: list[Message], signal: InterruptSignal) -> None:
+        """Append the memory provider's fenced recall to the wire copy of the current user
+        message (bounded by the provider's timeout; an interrupt stops the wait)."""
+        last = wire[-1] if wire else None
+        if self.memory is None or last is None or last.get("role") != "user":
+            return
+        query = _text_of(last.get("content"))
+        finished, block = await run_unless(self.memory.recall(query), signal)
+        if not finished or not block:
+            return
+        content = last.get("content")
+        if isinstance(content, list):
+            last["content"] = [*content, {"type": "text", "text": block}]
+        else:
+            last["content"] = f"{content or ''}\n\n{block}"
+
     async def _model_call(
         self, request: list[Message], tools: list[dict[str, Any]] | None,
         signal: InterruptSignal, routing: TurnRouting, outcome: list[Any],
@@ -313,7 +343,21 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         for call in calls:
             yield ToolStarted(call.id, call.name, call.arguments)
-        outcomes = await self._execute(calls, ctx, signal)
+        # Events the tools report while they run (`ctx.emit`) are yielded as they come.
+        reported: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+        batch = asyncio.get_running_loop().create_task(
+            self._execute(calls, ctx, signal), name="tool-batch-run")
+        batch.add_done_callback(lambda _t: reported.put_nowait(None))
+        ctx.emit = reported.put_nowait
+        try:
+            while (item := await reported.get()) is not None:
+                yield item
+            outcomes = batch.result()
+        finally:
+            ctx.emit = _drop_event
+            if not batch.done():
+                batch.cancel()
+                await asyncio.wait({batch})
         by_id = {o.call_id: o for o in outcomes}
         limit = self.config.preview_chars
         for call in calls:
@@ -359,6 +403,20 @@ class Agent:
             waiter.cancel()
             if not task.done():
                 task.cancel()
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message's content (the text parts of a multimodal one)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content
+                         if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _drop_event(_event: AgentEvent) -> None:
+    """`ToolContext.emit` outside a tool batch: nobody is listening."""
 
 
 def _error_outcome(call: ToolCall, text: str) -> ToolOutcome:

@@ -75,10 +75,14 @@ _CANCELLED: Final = object()
 
 
 class ModelCaller:
-    def __init__(self, router: ProviderRouter, policy: CallPolicy | None = None) -> None:
+    def __init__(self, router: ProviderRouter, policy: CallPolicy | None = None, *,
+                 deltas: bool = True) -> None:
+        """`deltas=False`: no text or reasoning deltas are yielded (the caller wants only
+        the response: a subagent, whose stream nobody sees)."""
         self.router = router
         self.policy = policy or CallPolicy()
         self._pacing = self.policy.backoff()
+        self._deltas = deltas
 
     def _backoff(self, attempt: int, err: ClassifiedError) -> float:
         return self._pacing.delay(attempt, retry_after=err.retry_after)
@@ -215,8 +219,9 @@ class ModelCaller:
             try:
                 resp = await provider.complete(
                     messages, tools, cred,
-                    on_text=lambda t: queue.put_nowait(TextDelta(t)),
-                    on_reasoning=lambda t: queue.put_nowait(ReasoningDelta(t)),
+                    on_text=(lambda t: queue.put_nowait(TextDelta(t))) if self._deltas else None,
+                    on_reasoning=((lambda t: queue.put_nowait(ReasoningDelta(t)))
+                                  if self._deltas else None),
                 )
             except asyncio.CancelledError:
                 queue.put_nowait(_CANCELLED)

@@ -4,7 +4,8 @@ Every turn yields any number of progress events and then exactly one terminal ev
 `Final`, `Interrupted`, `Error` or `CompressionNeeded`. Each terminal event carries `messages`:
 the messages this turn added after the user message (assistant replies, tool results, synthetic
 results for calls that never ran), already valid for the next request. The caller persists
-them; the agent stores nothing.
+them; the agent stores nothing. A running tool may report events of its own
+(`ToolContext.emit`: `SubtaskProgress`, `SubagentUsage`); they are yielded while its batch runs.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ __all__ = [
     "Interrupted",
     "ReasoningDelta",
     "Status",
+    "SubagentUsage",
+    "SubtaskProgress",
     "TERMINAL_EVENTS",
     "TextDelta",
     "ToolFinished",
@@ -85,6 +88,26 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class SubagentUsage:
+    """Usage of one model call made by a subagent of this turn (`delegate_task`): it counts
+    toward the session's tokens, but says nothing about the size of this turn's context."""
+
+    usage: Usage
+    task_index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SubtaskProgress:
+    """The subtasks of a running `delegate_task` call changed state: how many run, wait for
+    a slot, and are done, out of `total`."""
+
+    running: int
+    waiting: int
+    done: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
 class Final:
     text: str
     messages: list[Message] = field(default_factory=list)
@@ -123,7 +146,7 @@ class CompressionNeeded:
 
 
 AgentEvent = (
-    TextDelta | ReasoningDelta | ToolStarted | ToolFinished | Status | Usage | Final
-    | Interrupted | Error | CompressionNeeded
+    TextDelta | ReasoningDelta | ToolStarted | ToolFinished | Status | Usage | SubagentUsage
+    | SubtaskProgress | Final | Interrupted | Error | CompressionNeeded
 )
 TERMINAL_EVENTS = (Final, Interrupted, Error, CompressionNeeded)

@@ -1,7 +1,7 @@
 """The threat scan: one check for every text that reaches the system prompt from files or memory.
 
 Callers: context files and SOUL.md (`agent_core.prompt`), memory entries on write and on render
-(`agent_core.memory`), files the agent writes that the prompt later loads
+(`agent_core.memory`), what an external memory provider recalls (`agent_core.memory.fence`), files the agent writes that the prompt later loads
 (`agent_core.tools.builtin.files`), and skills (`screen_skill`, for the skills code to come).
 
 What a scan does, in order (all linear in the text):
@@ -55,7 +55,9 @@ log = structlog.get_logger("agent_core.threats")
 
 ThreatScope = Literal["context", "strict"]
 #: Where a screened text comes from (a log field).
-PromptTextKind = Literal["context_file", "soul", "memory", "memory_write", "tool_write", "skill"]
+PromptTextKind = Literal[
+    "context_file", "soul", "memory", "memory_write", "memory_recall", "tool_write", "skill"
+]
 
 #: Longest text scanned (characters). Longer text is refused whole, never cut.
 MAX_SCAN_CHARS = 262_144

@@ -8,27 +8,31 @@ system prompt, so a restart continues exactly where the session was.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_core.agent import Agent, AgentConfig
-from agent_core.memory import MemoryStore, MemoryTarget
+from agent_core.agent import Agent, AgentConfig, ToolExecutor
+from agent_core.delegation import DelegationLimits, Delegator
+from agent_core.memory import MemoryStore, MemoryTarget, TurnMemory
 from agent_core.ports import AgentPorts
 from agent_core.prompt import PromptInputs, build_system_prompt_async
 from agent_core.provider import ProviderRouter, ProviderSettings
 from agent_core.skills import skills_index
 from agent_core.tools.base import ToolContext
+from agent_core.tools.builtin.delegate import delegate_tool
 from agent_core.tools.registry import Tool, ToolRegistry, default_registry
 from agent_core.tools.toolsets import ToolSelection, ToolSource, select
 from gateway.config.models import HermesConfig, ProviderConfig
 from gateway.events import Principal
+from gateway.memory import GatewayMemory
 from gateway.paths import ProfilePaths
 from gateway.principals import TOOL_OUTPUT, UserSpaces
 from gateway.toolbox import ActingTools, add_acting_tools
 
-__all__ = ["AgentFactory", "provider_settings"]
+__all__ = ["AgentFactory", "delegation_limits", "provider_settings"]
 
 
 def provider_settings(name: str, cfg: ProviderConfig, *, model: str | None = None) -> ProviderSettings:
@@ -43,6 +47,18 @@ def provider_settings(name: str, cfg: ProviderConfig, *, model: str | None = Non
         max_retries=cfg.max_retries,
         strategy=cfg.credential_strategy,
     )
+
+
+def delegation_limits(config: HermesConfig) -> DelegationLimits:
+    """`delegation:` as the agent's limits (`model.subagent_max_iterations`, the older key,
+    counts when only it is set)."""
+    d = config.delegation
+    iterations = d.max_iterations
+    if ("max_iterations" not in d.model_fields_set
+            and "subagent_max_iterations" in config.model.model_fields_set):
+        iterations = config.model.subagent_max_iterations
+    return DelegationLimits(max_concurrent=d.max_concurrent, max_iterations=iterations,
+                            timeout_s=d.timeout_s, max_summary_chars=d.max_summary_chars)
 
 
 def _chain(config: HermesConfig) -> list[ProviderSettings]:
@@ -68,10 +84,13 @@ class AgentFactory:
         router: ProviderRouter | None = None,
         tools: Sequence[Tool] = (),
         tool_sources: Sequence[ToolSource] = (),
+        memory: GatewayMemory | None = None,
     ) -> None:
         """`tools` join the built-in ones (e.g. `gateway.web_tools.WebTools.tools`);
-        `tool_sources`: tools that come and go at run time (the MCP servers')."""
+        `tool_sources`: tools that come and go at run time (the MCP servers'); `memory`: the
+        external memory provider (`gateway.memory.build_memory`), closed by `aclose`."""
         self._config = config
+        self.memory = memory
         self._paths = paths
         self.router = router or ProviderRouter(_chain(config))
         self.registry = registry or default_registry()
@@ -79,6 +98,9 @@ class AgentFactory:
             self.registry.register(tool)
         #: execute_code and terminal, as `tools.code` / `tools.terminal` say.
         self.acting: ActingTools = add_acting_tools(self.registry, config.tools)
+        self.delegation = delegation_limits(config)
+        if "delegate_task" not in self.registry:  # offered where `delegation` is on
+            self.registry.register(delegate_tool(self.delegation))
         self.tool_sources = tuple(tool_sources)
         main = config.providers[config.model.provider]
         self.model = main.model
@@ -103,6 +125,10 @@ class AgentFactory:
         return self._paths.skills if self._config.skills.enabled else None
 
     async def aclose(self) -> None:
+        """Close the memory provider (its queued syncs run first, bounded), then the model
+        clients."""
+        if self.memory is not None:
+            await self.memory.aclose()
         await self.router.aclose()
 
     def selection(self, platform: str | None = None,
@@ -157,13 +183,17 @@ class AgentFactory:
     def build(self, system_prompt: str, *, session_id: str, ports: AgentPorts,
               principal: Principal, extra: dict[str, Any] | None = None,
               attachments_dir: Path | None = None,
-              tools: ToolSelection | None = None) -> Agent:
+              tools: ToolSelection | None = None,
+              memory: TurnMemory | None = None) -> Agent:
         """An agent whose tools act for `principal`: its workspace, its `USER.md` and the
         `MEMORY.md` of `memory.scope`; `attachments_dir` is the chat's attachment cache.
         `tools`: the session's frozen selection (default: the principal's platform's tools
-        now)."""
+        now). `memory`: the external provider bound to the principal (`GatewayMemory`)."""
         spaces = self.spaces
         workspace = spaces.workspace(principal)
+        offered = tools if tools is not None else self.selection(principal.platform)
+        # One per turn: its semaphore bounds the subagents of this session's running turn.
+        subagents = Delegator(self, offered, self.delegation)
 
         def context() -> ToolContext:
             return ToolContext(
@@ -177,8 +207,17 @@ class AgentFactory:
                 skills_dir=self.skills_root,
                 principal=f"{principal.platform}:{principal.user_id}",
                 extra=extra if extra is not None else {},
+                subagents=subagents,
             )
 
-        offered = tools if tools is not None else self.selection(principal.platform)
         return Agent(self.router, offered, system_prompt, config=self._agent_config,
-                     context_factory=context)
+                     context_factory=context, memory=memory)
+
+    def build_child(self, system_prompt: str, tools: ToolExecutor, context: ToolContext, *,
+                    max_iterations: int) -> Agent:
+        """A subagent of a turn (`agent_core.delegation.ChildFactory`): the same model and
+        providers, `tools` and `context` as the delegator narrowed them, its own budget."""
+        config = dataclasses.replace(self._agent_config, max_iterations=max_iterations,
+                                     text_deltas=False)  # nobody sees a subagent's stream
+        return Agent(self.router, tools, system_prompt, config=config,
+                     context_factory=lambda: context)

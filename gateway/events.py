@@ -25,6 +25,7 @@ __all__ = [
     "OutboundMessage",
     "Principal",
     "SendResult",
+    "SkippedFile",
     "UserRef",
 ]
 
@@ -71,6 +72,17 @@ class Attachment(BaseModel):
     size: int = 0
 
 
+class SkippedFile(BaseModel):
+    """An inbound file the adapter did not download: too large, over the message's total,
+    refused host, timed out or failed. The gateway tells the user and the model (`reason` is
+    a few words safe to show, never a URL or a token)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    reason: str
+
+
 class MessageEvent(BaseModel):
     """One inbound user message, normalized.
 
@@ -89,6 +101,8 @@ class MessageEvent(BaseModel):
     user: UserRef
     text: str = ""
     attachments: tuple[Attachment, ...] = ()
+    #: Files of the message that were not downloaded, with why (the message still goes).
+    skipped: tuple[SkippedFile, ...] = ()
     message_id: str | None = None
     reply_to: str | None = None
     reply_to_bot: bool = False

@@ -220,7 +220,7 @@ class InboundRouter:
 
     async def _route(self, item: Inbound, nxt: Next) -> None:
         ev = item.event
-        if not ev.text.strip() and not ev.attachments:
+        if not ev.text.strip() and not ev.attachments and not ev.skipped:
             item.drop("empty")
             return
         key = session_key(ev, group_sessions_per_user=self._per_user)

@@ -28,6 +28,7 @@ from gateway.events import (
     OutboundAttachment,
     OutboundMessage,
     SendResult,
+    SkippedFile,
 )
 from hermes_common.settings import IdList, OptSecret, SettingsModel, reveal, secret_values
 
@@ -45,6 +46,7 @@ __all__ = [
     "Capabilities",
     "CursorStore",
     "DeliveryRef",
+    "DownloadBudget",
     "EventLogger",
     "Identity",
     "PlatformSettings",
@@ -268,6 +270,59 @@ class AdapterContext:
     connected: Callable[[], None] = field(default=lambda: None)
     max_attachment_bytes: int = 25 * 1024 * 1024
     interact: Callable[[InteractionEvent], Awaitable[bool]] = field(default=_no_interactions)
+    #: All files of one message together (`gateway.media.max_message_mb`).
+    max_message_bytes: int = 50 * 1024 * 1024
+    #: Images per message, the same on every platform (`gateway.media.max_images_per_message`).
+    max_images: int = 4
+    #: One download may take this long, from the request to its last byte
+    #: (`gateway.media.download_timeout_s`).
+    download_timeout_s: float = 60.0
+
+    def download_budget(self) -> DownloadBudget:
+        """A fresh per-message budget (one per inbound message)."""
+        return DownloadBudget(self.max_attachment_bytes, self.max_message_bytes)
+
+
+def _mb(n: int) -> str:
+    if n < 1024 * 1024:
+        return f"{n / 1024:.0f} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+class DownloadBudget:
+    """What one inbound message may still download: each file at most `file_bytes`, all of
+    them together at most `message_bytes`. Every adapter asks it before and while it
+    downloads, and turns a refusal into a `SkippedFile` (the message itself always goes)."""
+
+    def __init__(self, file_bytes: int, message_bytes: int) -> None:
+        self.file_bytes = file_bytes
+        self.message_bytes = message_bytes
+        self.used = 0
+
+    def cap(self) -> int:
+        """The most the next file may have (the smaller of the two limits left)."""
+        return max(0, min(self.file_bytes, self.message_bytes - self.used))
+
+    def refusal(self, size: int | None) -> str | None:
+        """Why a file of `size` bytes (None: not known yet) may not be downloaded; None when
+        it may."""
+        if size is None:
+            return None if self.cap() > 0 else self._over_total()
+        if size > self.file_bytes:
+            return f"it is {_mb(size)}, over the {_mb(self.file_bytes)} limit per file"
+        if self.used + size > self.message_bytes:
+            return self._over_total()
+        return None
+
+    def _over_total(self) -> str:
+        return f"the message's files are over the {_mb(self.message_bytes)} limit per message"
+
+    def take(self, size: int) -> None:
+        self.used += size
+
+    @staticmethod
+    def skipped(name: str, reason: str) -> SkippedFile:
+        return SkippedFile(name=name or "file", reason=reason)
 
 
 class BasePlatformAdapter(abc.ABC):

@@ -30,9 +30,11 @@ from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
 from gateway.delivery.service import DeliveryService
 from gateway.eventloop import loop_name
 from gateway.health import HealthServer
-from gateway.housekeeping import prune_forever
+from gateway.housekeeping import CacheLimits, prune_forever
 from gateway.inbound import InboundRouter
 from gateway.media import MediaReader
+from gateway.media.replies import VoiceReplies
+from gateway.memory import MemoryLoadError, build_memory
 from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
 from gateway.ports import BasePlatformAdapter
@@ -134,6 +136,7 @@ class GatewayRunner:
         #: The MCP servers' connections, when `mcp_servers` names any.
         self.mcp: McpHub | None = None
         self._media: MediaReader | None = None
+        self._voice: VoiceReplies | None = None
         self.notifier = SdNotifier.from_env(unset_environment=True)
 
     # -- the parts, once started ---------------------------------------------------------
@@ -238,14 +241,19 @@ class GatewayRunner:
         store = await self._open_storage(stack)
         agents = self._build_agents(stack, await self._start_mcp(stack))
         await agents.acting.probe()
+        if agents.memory is not None:  # bounded; a provider that is down is logged
+            await agents.memory.start()
         adapters = self._build_adapters()
         parts = self._parts = wire(self.config, self.paths, store=store, agents=agents,
                                    adapters=adapters, metrics=self.metrics, clock=self._clock,
-                                   media=self._media)
+                                   media=self._media, voice=self._voice)
         if parts.compression is not None:
             stack.push_async_callback(_quietly, "compression", parts.compression.close)
+        if parts.reviews is not None:
+            stack.push_async_callback(_quietly, "reviews", parts.reviews.close)
         stack.push_async_callback(_quietly, "delivery", parts.delivery.close)
         stack.push_async_callback(_quietly, "inbound", parts.inbound.close)
+        stack.push_async_callback(_quietly, "turns", parts.turns.aclose)
         for adapter in adapters.values():
             try:
                 adapter.commands_menu(parts.commands.menu())
@@ -325,10 +333,10 @@ class GatewayRunner:
         try:
             web = WebTools.from_config(self.config)
             stack.push_async_callback(_quietly, "web_tools", web.aclose)
-            self._media = web.media
+            self._media, self._voice = web.media, web.voice
             agents = AgentFactory(self.config, self.paths, tools=web.tools,
-                                  tool_sources=tool_sources)
-        except KeyError as exc:
+                                  tool_sources=tool_sources, memory=build_memory(self.config))
+        except (KeyError, MemoryLoadError) as exc:
             raise ConfigurationError(str(exc)) from exc
         stack.push_async_callback(_quietly, "agents", agents.aclose)
         return agents
@@ -408,9 +416,12 @@ class GatewayRunner:
         def caches() -> list[Path]:
             return [self.paths.cache, *spaces.tool_output_dirs()]
 
+        mb = 1024 * 1024
         self._duty(stack, "housekeeping", prune_forever(
             parts.store, gw.ledger_retention_days, self._clock, cache_dirs=caches,
-            cache_days=gw.media.cache_retention_days))
+            cache_days=gw.media.cache_retention_days,
+            cache_limits=CacheLimits(self.paths.cache, int(gw.media.cache_max_mb * mb),
+                                     int(gw.media.chat_cache_max_mb * mb))))
         if gw.unhealthy_exit_s > 0 and parts.adapters:
             self._duty(stack, "escalation",
                        self._escalate_when_disconnected(parts.supervisor, gw.unhealthy_exit_s))

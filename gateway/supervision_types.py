@@ -12,6 +12,7 @@ from hermes_common.backoff import Backoff
 __all__ = [
     "AdapterState",
     "AdapterStatus",
+    "InboundMediaLimits",
     "MemoryCursorStore",
     "SupervisorSettings",
 ]
@@ -24,6 +25,16 @@ class AdapterState(StrEnum):
     BACKOFF = "backoff"
     FAILED_FATAL = "failed_fatal"
     STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMediaLimits:
+    """What every adapter's context says about inbound files besides the per-file cap
+    (`gateway.media`: `max_message_mb`, `max_images_per_message`, `download_timeout_s`)."""
+
+    max_message_bytes: int = 50 * 1024 * 1024
+    max_images: int = 4
+    download_timeout_s: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from gateway.ports import AdapterContext, AdapterFatalError, BasePlatformAdapter
 from gateway.supervision_types import (
     AdapterState,
     AdapterStatus,
+    InboundMediaLimits,
     MemoryCursorStore,
     SupervisorSettings,
 )
@@ -97,6 +98,7 @@ class AdapterSupervisor:
         interact: Callable[[InteractionEvent], Awaitable[bool]] | None = None,
         cursors_for: Callable[[str], CursorStore] | None = None,
         max_attachment_bytes: int = 25 * 1024 * 1024,
+        media: InboundMediaLimits | None = None,
         metrics: GatewayMetrics | None = None,
         activity: AdapterActivity | None = None,
         settings: SupervisorSettings | None = None,
@@ -110,6 +112,7 @@ class AdapterSupervisor:
         self._interact = interact
         self._cache_dir = cache_dir
         self._max_attachment_bytes = max_attachment_bytes
+        self._media = media or InboundMediaLimits()
         self._cursors_for = cursors_for or (lambda _name: MemoryCursorStore())
         self._metrics = metrics
         #: Last inbound/outbound per adapter; delivery records sends into the same object.
@@ -273,6 +276,9 @@ class AdapterSupervisor:
             logger=log.bind(adapter=slot.name),
             connected=connected,
             max_attachment_bytes=self._max_attachment_bytes,
+            max_message_bytes=self._media.max_message_bytes,
+            max_images=self._media.max_images,
+            download_timeout_s=self._media.download_timeout_s,
         )
 
     async def _supervise(self, slot: _Slot) -> None:

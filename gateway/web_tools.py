@@ -27,6 +27,8 @@ from gateway.agents import provider_settings
 from gateway.compression.summarizer import AuxSummarizer
 from gateway.config.models import HermesConfig
 from gateway.media import MediaReader, MediaSettings
+from gateway.media.replies import VoiceReplies
+from gateway.media.speech import OpenAISynthesizer, TtsSettings
 from gateway.media.voice import OpenAITranscriber, SttSettings
 
 __all__ = ["WebTools", "vision_target"]
@@ -38,7 +40,7 @@ def vision_target(config: HermesConfig) -> tuple[str, str] | None:
     """(provider name, model) that `vision_analyze` uses, or None when there is none."""
     main_name = config.model.provider
     main = config.providers.get(main_name)
-    if main is not None and main.vision:
+    if main is not None and main.has_vision():
         return main_name, main.model
     if config.auxiliary.vision_model:
         return config.auxiliary.provider or main_name, config.auxiliary.vision_model
@@ -55,6 +57,9 @@ class WebTools:
     #: by the auxiliary vision model (the same client as `vision_analyze`).
     media: MediaReader = field(default_factory=MediaReader)
     transcriber: OpenAITranscriber | None = None
+    #: Voice replies (`tts.*`): None when no chat can have them.
+    voice: VoiceReplies | None = None
+    synthesizer: OpenAISynthesizer | None = None
 
     @classmethod
     def from_config(cls, config: HermesConfig) -> WebTools:
@@ -84,20 +89,25 @@ class WebTools:
         out.tools.append(web_extract_tool(fetch_settings))
         target = vision_target(config)
         main = config.providers.get(config.model.provider)
-        main_vision = main is not None and main.vision
+        main_vision = main is not None and main.has_vision()
         media = MediaSettings(vision=main_vision,
                               max_images=config.gateway.media.max_images_per_message,
-                              document_max_chars=config.gateway.media.document_max_chars)
+                              document_max_chars=config.gateway.media.document_max_chars,
+                              describe_for_history=config.gateway.media.describe_for_history)
         stt_off = "no speech-to-text provider is configured (stt.provider)"
-        stt = config.providers.get(config.stt.provider)
+        st = config.stt
+        stt = config.providers.get(st.provider)
         if stt is None:
-            stt_off = f"stt.provider {config.stt.provider!r} is not among the providers"
+            stt_off = f"stt.provider {st.provider!r} is not among the providers"
         elif not stt.keys():
-            stt_off = f"the speech-to-text provider {config.stt.provider!r} has no API key"
+            stt_off = f"the speech-to-text provider {st.provider!r} has no API key"
         else:
             out.transcriber = OpenAITranscriber(SttSettings(
                 base_url=str(stt.base_url).rstrip("/"), api_key=stt.keys()[0],
-                model=config.stt.model, timeout_s=stt.timeout_s))
+                model=st.model, timeout_s=stt.timeout_s, convert=st.convert,
+                formats=tuple(f.lower().lstrip(".") for f in st.formats),
+                convert_to=st.convert_to, max_seconds=st.max_seconds))
+        out._voice_replies(config)
         out.media = MediaReader(media, transcriber=out.transcriber, stt_off=stt_off)
         if target is None:
             out.off["vision_analyze"] = ("no vision model: set providers.<main>.vision: true or "
@@ -106,20 +116,50 @@ class WebTools:
             name, model = target
             vision = AuxSummarizer(provider_settings(name, config.providers[name], model=model))
             out.clients.append(vision)
-            if not main_vision:
-                out.media = MediaReader(media, describer=vision, transcriber=out.transcriber,
-                                        stt_off=stt_off)
+            # Without a vision main model it describes each image before the turn; with
+            # one, after the turn for the history (`describe_for_history`), by
+            # `auxiliary.vision_model` when one is set (cheaper than the main model).
+            describer = vision
+            if main_vision and config.auxiliary.vision_model:
+                aux = config.auxiliary.provider or config.model.provider
+                describer = AuxSummarizer(provider_settings(
+                    aux, config.providers[aux], model=config.auxiliary.vision_model))
+                out.clients.append(describer)
+            out.media = MediaReader(media, describer=describer, transcriber=out.transcriber,
+                                    stt_off=stt_off)
             out.tools.append(vision_tool(VisionSettings(model=vision, fetch=fetch_settings,
                                                         max_bytes=web.image_max_bytes)))
         for tool, reason in out.off.items():
             log.info("web_tool_off", tool=tool, reason=reason)
         return out
 
+    def _voice_replies(self, config: HermesConfig) -> None:
+        """`voice` and its synthesizer from `tts.*`, when any chat may have voice replies."""
+        tts = config.tts
+        if not (tts.reply_to_voice or any(tts.platforms.values()) or any(tts.chats.values())):
+            return
+        off = ""
+        provider = config.providers.get(tts.provider)
+        if provider is None:
+            off = f"tts.provider {tts.provider!r} is not among the providers"
+        elif not provider.keys():
+            off = f"the text-to-speech provider {tts.provider!r} has no API key"
+        else:
+            self.synthesizer = OpenAISynthesizer(TtsSettings(
+                base_url=str(provider.base_url).rstrip("/"), api_key=provider.keys()[0],
+                model=tts.model, voice=tts.voice, timeout_s=provider.timeout_s))
+        if off:
+            log.warning("voice_replies_off", reason=off)
+        self.voice = VoiceReplies(self.synthesizer, enabled=tts.replies_in,
+                                  max_chars=tts.max_chars, off_reason=off)
+
     async def aclose(self) -> None:
         """Close the auxiliary clients. Must not raise."""
-        if self.transcriber is not None:
+        for own in (self.transcriber, self.synthesizer):
+            if own is None:
+                continue
             try:
-                await self.transcriber.aclose()
+                await own.aclose()
             except Exception as exc:  # noqa: BLE001 - closing must not raise
                 log.warning("web_tool_close_failed", error_type=type(exc).__name__)
         for client in self.clients:

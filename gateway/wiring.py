@@ -5,7 +5,7 @@ patched onto an object afterwards. The runner owns the lifecycle (start, drain, 
 what is built here; nothing here starts a task or opens a socket.
 
     store, agents, adapters (given)
-      → activity → delivery → compression (notices through delivery)
+      → activity → delivery → compression (notices through delivery) → reviews
       → turns → inbox → sessions (manager) → commands → inbound → supervisor (emit = inbound)
 """
 
@@ -33,13 +33,16 @@ from gateway.delivery.stream import StreamSettings
 from gateway.events import Principal
 from gateway.inbound import InboundRouter
 from gateway.media import MediaReader
+from gateway.media.replies import VoiceReplies
 from gateway.metrics import GatewayMetrics
 from gateway.paths import ProfilePaths
 from gateway.pipeline.authz import AccessPolicy
 from gateway.ports import BasePlatformAdapter, CursorStore, ToolProgress
 from gateway.principals import UserSpaces, audience_of
+from gateway.review import ReviewService, build_reviews
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
+from gateway.supervision_types import InboundMediaLimits
 from gateway.supervisor import AdapterSupervisor, SupervisorSettings
 from gateway.turns import ResetPolicy, TurnService, TurnSettings, build_turns
 from gateway.usage_tally import UsageTally
@@ -59,6 +62,7 @@ from storage.ports import (
     PairingStore,
     Reachability,
     Reports,
+    ReviewLedger,
     SearchIndex,
     SessionReader,
     SessionWriter,
@@ -75,7 +79,8 @@ log = structlog.get_logger("gateway.wiring")
 class GatewayStore(SessionReader, SessionWriter, MessageLog, LiveTranscript, LineageStore,
                    SearchIndex, UsageLedger, GuardStore, LeaseStore, CompactionCommitter,
                    DedupLedger, HeldEvents, PairingStore, Reachability, OutboxLedger,
-                   CursorLedger, Maintenance, ApprovalLedger, Reports, Protocol):
+                   CursorLedger, Maintenance, ApprovalLedger, Reports, ReviewLedger,
+                   Protocol):
     """Every storage port the running gateway uses (the state store implements them all).
     Each component below is handed this store but typed with the narrower port it needs."""
 
@@ -104,6 +109,7 @@ class GatewayParts:
     activity: AdapterActivity
     delivery: DeliveryService
     compression: CompressionService | None
+    reviews: ReviewService | None
     turns: TurnService
     inbox: DurableInbox
     manager: SessionManager
@@ -154,6 +160,7 @@ def wire(
     metrics: GatewayMetrics,
     clock: Callable[[], float] = time.time,
     media: MediaReader | None = None,
+    voice: VoiceReplies | None = None,
 ) -> GatewayParts:
     """Build the gateway's components for `adapters` over `store`. Raises what the
     compression factory raises for a provider it cannot use (a validated config has none)."""
@@ -183,6 +190,7 @@ def wire(
     )
     compression = _compression(config, store, agents, delivery, adapters, metrics, format_hint)
     approvals = ApprovalDesk(store, delivery, clock=clock)
+    reviews = build_reviews(config, store, agents, clock=clock)
     tally = UsageTally()
     turns = build_turns(
         store, delivery, agents,
@@ -193,6 +201,8 @@ def wire(
         compression=compression, metrics=metrics, clock=clock,
         approvals=approvals, approval_timeout_s=config.tools.terminal.approval_timeout_s,
         media=(media or MediaReader()).with_workspace(agents.spaces.workspace),
+        voice=voice,
+        reviews=reviews,
         tally=tally,
     )
     inbox = DurableInbox(store, boot_id=boot_id)
@@ -217,10 +227,14 @@ def wire(
         adapters, emit=inbound.emit, interact=inbound.interact, cache_dir=paths.cache,
         cursors_for=lambda name: StoreCursors(store, name), metrics=metrics, activity=activity,
         max_attachment_bytes=int(gw.media.max_inbound_mb * 1024 * 1024),
+        media=InboundMediaLimits(max_message_bytes=int(gw.media.max_message_mb * 1024 * 1024),
+                                 max_images=gw.media.max_images_per_message,
+                                 download_timeout_s=gw.media.download_timeout_s),
         settings=SupervisorSettings(connect_timeout_s=gw.adapter_connect_timeout_s),
     )
     return GatewayParts(store=store, agents=agents, adapters=adapters, activity=activity,
-                        delivery=delivery, compression=compression, turns=turns, inbox=inbox,
+                        delivery=delivery, compression=compression, reviews=reviews,
+                        turns=turns, inbox=inbox,
                         manager=manager, commands=commands, inbound=inbound,
                         supervisor=supervisor, tally=tally)
 
@@ -255,4 +269,4 @@ def _compression(
                                           None, session.chat_type or "dm"), text)
 
     return build_compression(config, store, metrics=metrics, on_status=notify_chat,
-                             prompt_builder=child_prompt)
+                             prompt_builder=child_prompt, memory=agents.memory)

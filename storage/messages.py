@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
 from storage.base import StoreBase
-from storage.codec import MESSAGE_COLUMNS, message_to_row, row_to_message
+from storage.codec import MESSAGE_COLUMNS, message_to_row, row_to_message, scrub
 from storage.errors import SessionNotFoundError, is_missing_parent
 from storage.sqlconn import Conn, Row
 
@@ -156,6 +157,27 @@ class MessagesMixin(StoreBase):
                 (str(platform_message_id), message_id),
             )
             return cur.rowcount == 1
+
+        return await self._write(op)
+
+    async def revise_message(self, message_id: int, content: str,
+                             meta: dict[str, Any] | None = None) -> bool:
+        """Replace a stored message's text `content` and add `meta` to its other keys (the
+        search indexes follow). Used when the gateway learns more about a message after it
+        was stored (an image's description). Returns whether the row exists."""
+
+        async def op(conn: Conn) -> bool:
+            rows = list(await conn.execute_fetchall(
+                "SELECT meta FROM messages WHERE id = ?", (message_id,)))
+            if not rows:
+                return False
+            extra: dict[str, Any] = json.loads(rows[0][0]) if rows[0][0] else {}
+            extra.update(meta or {})
+            await conn.execute(
+                "UPDATE messages SET content = ?, content_json = 0, meta = ? WHERE id = ?",
+                (scrub(content), scrub(json.dumps(extra, ensure_ascii=False, default=str))
+                 if extra else None, message_id))
+            return True
 
         return await self._write(op)
 

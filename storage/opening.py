@@ -25,6 +25,7 @@ from storage.ports import (
     PairingStore,
     Reachability,
     Reports,
+    ReviewLedger,
     SearchIndex,
     SessionReader,
     SessionWriter,
@@ -41,7 +42,7 @@ class AnyStore(SessionReader, SessionWriter, MessageLog, LiveTranscript, Lineage
                SearchIndex, UsageLedger, GuardStore, LeaseStore, CompactionCommitter,
                DedupLedger, HeldEvents, PairingStore, Reachability, OutboxLedger,
                CursorLedger, Maintenance, StoreLifecycle, ApprovalLedger, Reports,
-               Protocol):
+               ReviewLedger, Protocol):
     """Every port: what either backend's store is."""
 
 

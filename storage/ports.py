@@ -26,6 +26,7 @@ from storage.types import (
     Lease,
     OutboxItem,
     PairingCode,
+    ReviewRecord,
     SearchHit,
     Session,
     SessionScope,
@@ -48,6 +49,7 @@ __all__ = [
     "PairingStore",
     "Reachability",
     "Reports",
+    "ReviewLedger",
     "SearchIndex",
     "SessionReader",
     "SessionWriter",
@@ -165,6 +167,11 @@ class MessageLog(Protocol):
         ...
 
     async def last_message_id(self, session_id: str) -> int | None: ...
+
+    async def revise_message(self, message_id: int, content: str,
+                             meta: dict[str, Any] | None = None) -> bool:
+        """Replace a stored message's text and add `meta` to its keys; False: no such row."""
+        ...
 
 
 class LiveTranscript(Protocol):
@@ -366,6 +373,23 @@ class ApprovalLedger(Protocol):
     async def list_approvals(self, *, session_id: str | None = None,
                              limit: int = 50) -> list[ApprovalRecord]:
         """Requests, newest first (all sessions when `session_id` is None)."""
+        ...
+
+
+class ReviewLedger(Protocol):
+    """The background self-reviews: what each wrote and what it cost."""
+
+    async def record_review(self, record: ReviewRecord) -> None:
+        """Store a review that ended (`finished_at` 0: now; `requested_at` 0: the same)."""
+        ...
+
+    async def list_reviews(self, *, session_id: str | None = None,
+                           limit: int = 50) -> list[ReviewRecord]:
+        """Reviews, the latest to end first (all sessions when `session_id` is None)."""
+        ...
+
+    async def review_tokens_since(self, since: float) -> int:
+        """Tokens (input + output) of the reviews that ended at or after `since`."""
         ...
 
 

@@ -22,6 +22,7 @@ from storage.messages import APPEND_KEY, MessagesMixin, append_merged
 from storage.ops import OpsMixin
 from storage.pairing import PairingMixin
 from storage.reports import ReportsMixin
+from storage.reviews import ReviewsMixin
 from storage.search import SearchMixin
 from storage.sessions import SessionsMixin
 
@@ -43,6 +44,7 @@ class StateStore(
     InboxMixin,
     PairingMixin,
     ApprovalsMixin,
+    ReviewsMixin,
     ReportsMixin,
     OpsMixin,
     SqliteBase,
@@ -121,5 +123,6 @@ if TYPE_CHECKING:  # the type checker proves `StateStore` implements every stora
             ports.LeaseStore, ports.CompactionCommitter, ports.DedupLedger, ports.HeldEvents,
             ports.OutboxLedger, ports.Reachability, ports.CursorLedger, ports.PairingStore,
             ports.Maintenance, ports.StoreLifecycle, ports.ApprovalLedger, ports.Reports,
-        ] = (store,) * 20
+            ports.ReviewLedger,
+        ] = (store,) * 21
         del checks

@@ -18,6 +18,7 @@ __all__ = [
     "ApprovedUser",
     "ApprovalRecord",
     "DayUsage",
+    "ReviewRecord",
     "row_to",
 ]
 
@@ -251,3 +252,33 @@ class DayUsage:
     input_tokens: int
     output_tokens: int
     sessions: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRecord:
+    """One background self-review of a turn, as it ended.
+
+    `principal` is whose turn caused it (`<platform>:<user id>`); `trigger` why it ran
+    (`tool_calls`, `iterations`); `status` `done`, `failed` or `skipped` (`reason` says why:
+    `busy`, `over_budget`, `queue_full`, `timeout`, …). `skills` lists the skill writes that
+    succeeded (`{"action", "name"}`), `memories` the memory writes (`{"action", "target",
+    "entry"}`); tokens and model calls are the auxiliary model's, as it reported them."""
+
+    id: str
+    session_id: str | None
+    principal: str
+    trigger: str
+    status: str
+    reason: str | None = None
+    skills: tuple[dict[str, str], ...] = ()
+    memories: tuple[dict[str, str], ...] = ()
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_calls: int = 0
+    requested_at: float = 0.0
+    finished_at: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens

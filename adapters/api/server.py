@@ -16,8 +16,16 @@ Routes: `POST /v1/chat/completions` and `GET /v1/models`, both behind a bearer k
 - Response headers `X-Hermes-Session` and `X-Hermes-Event-Id` tell the client which session
   and event id were used (percent-encoded when not plain ASCII).
 
-Status codes (OpenAI-style `{"error": {...}}` bodies): 400 bad JSON / no user message text /
-bad session or event id, 401 missing or unknown key (also when no keys are configured), 409
+Media: `image_url` (data: URLs), `input_audio` (base64 `data` + `format`) and `file`
+(`file_data`, base64 or a data: URL, with `filename`) parts of the newest user message are
+saved as attachments; the gateway reads them by their bytes like any platform's files (image
+parts or a description, a transcript through `stt.provider`, a document's text). Per part
+`gateway.media.max_inbound_mb`, together `max_message_mb`, at most `max_images_per_message`
+images; any other part type is refused.
+
+Status codes (OpenAI-style `{"error": {...}}` bodies): 400 bad JSON / no user message text or
+media / an unsupported content part, a URL instead of data, or media over the limits / bad
+session or event id, 401 missing or unknown key (also when no keys are configured), 409
 duplicate event, 413 body over `max_body_bytes`, 502 the turn ended with `ok=False` (its error
 message, configured keys redacted), 503 the gateway refused the event, 504 no `turn_complete`
 within `turn_timeout_s`. A stream reports failures and timeouts as a `data: {"error": ...}`
@@ -42,6 +50,8 @@ from aiohttp import web
 from adapters.api.settings import ApiSettings
 from adapters.api.turns import Turn, TurnRegistry
 from adapters.api.wire import (
+    MediaLimits,
+    MediaPart,
     RequestError,
     completion_body,
     error_body,
@@ -135,7 +145,9 @@ class ApiServer:
         except ValueError:
             return _json_error(400, "the request body is not valid JSON", code="invalid_json")
         try:
-            chat = parse_chat_request(body, max_image_bytes=self._ctx.max_attachment_bytes)
+            chat = parse_chat_request(body, limits=MediaLimits(
+                part_bytes=self._ctx.max_attachment_bytes,
+                total_bytes=self._ctx.max_message_bytes, images=self._ctx.max_images))
             session = _bounded(chat.user or request.headers.get(SESSION_HEADER), "session")
             client_event = _bounded(
                 next((request.headers[h] for h in EVENT_ID_HEADERS if h in request.headers), None),
@@ -153,7 +165,7 @@ class ApiServer:
             return _json_error(409, "this event id belongs to another session", code="conflict")
         if turn is None:
             turn = self._turns.open(event_id, chat_id)
-            refusal = await self._emit(turn, principal, chat.text, chat.images)
+            refusal = await self._emit(turn, principal, chat.text, chat.media)
             if refusal is not None:
                 return refusal
         response_headers = {
@@ -170,13 +182,14 @@ class ApiServer:
             turn.listeners -= 1
 
     async def _emit(self, turn: Turn, principal: str, text: str,
-                    images: tuple[bytes, ...] = ()) -> web.Response | None:
+                    media: tuple[MediaPart, ...] = ()) -> web.Response | None:
         try:
-            attachments = await asyncio.to_thread(self._save_images, images)
+            attachments = await asyncio.to_thread(self._save_media, media)
         except OSError as exc:
             self._turns.discard(turn)
-            self._ctx.logger.warning("api_image_not_saved", error=type(exc).__name__)
-            return _json_error(503, "the image could not be stored", type_="server_error")
+            self._ctx.logger.warning("api_media_not_saved", error=type(exc).__name__)
+            return _json_error(503, "the attached media could not be stored",
+                               type_="server_error")
         event = MessageEvent(
             platform=self._platform,
             event_id=turn.event_id,
@@ -201,19 +214,19 @@ class ApiServer:
             return _json_error(409, "this event was already processed", code="duplicate_event")
         return None
 
-    def _save_images(self, images: tuple[bytes, ...]) -> tuple[Attachment, ...]:
-        """Write each image into the adapter cache (the gateway moves it into the chat's own
-        cache folder). Blocking."""
-        if not images:
+    def _save_media(self, media: tuple[MediaPart, ...]) -> tuple[Attachment, ...]:
+        """Write each image, recording and file into the adapter cache (the gateway moves
+        them into the chat's own cache folder, and reads them by their bytes). Blocking."""
+        if not media:
             return ()
         folder = self._ctx.cache_dir / self._platform
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         saved = []
-        for i, data in enumerate(images, 1):
-            path = folder / f"image-{uuid.uuid4().hex[:12]}.bin"
-            path.write_bytes(data)
-            saved.append(Attachment(path=str(path), kind="image", name=f"image{i}",
-                                    size=len(data)))
+        for part in media:
+            path = folder / f"{part.kind}-{uuid.uuid4().hex[:12]}.bin"
+            path.write_bytes(part.data)
+            saved.append(Attachment(path=str(path), kind=part.kind, name=part.name,
+                                    size=len(part.data)))
         return tuple(saved)
 
     def _failure_message(self, turn: Turn) -> str:

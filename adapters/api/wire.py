@@ -8,10 +8,12 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "ChatRequest",
+    "MediaLimits",
+    "MediaPart",
     "RequestError",
     "completion_body",
     "error_body",
@@ -32,44 +34,118 @@ class RequestError(ValueError):
         self.param = param
 
 
+MediaKind = Literal["image", "audio", "document"]
+
+
+@dataclass(frozen=True, slots=True)
+class MediaPart:
+    """One decoded media part of the newest user message."""
+
+    kind: MediaKind
+    data: bytes
+    name: str
+
+
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
     text: str
     stream: bool
     user: str | None
-    #: Decoded `image_url` parts of the newest user message (data: URLs only).
-    images: tuple[bytes, ...] = ()
+    #: Decoded `image_url`, `input_audio` and `file` parts of the newest user message, in
+    #: order (base64 data only: the gateway never fetches a URL a client names).
+    media: tuple[MediaPart, ...] = ()
 
 
-MAX_IMAGES = 8
+@dataclass(frozen=True, slots=True)
+class MediaLimits:
+    part_bytes: int = 20 * 1024 * 1024
+    total_bytes: int = 50 * 1024 * 1024
+    images: int = 4
 
 
-def _content_images(content: Any, max_bytes: int) -> tuple[bytes, ...]:
-    """The bytes of each `image_url` part. Only `data:` URLs are taken: the gateway never
-    fetches a URL a client names. Raises `RequestError`."""
+_AUDIO_FORMATS = frozenset({"wav", "mp3", "ogg", "flac", "m4a", "webm", "opus"})
+_SUPPORTED = "text, image_url, input_audio, file"
+
+
+def _decode(payload: str, what: str, limits: MediaLimits) -> bytes:
+    if len(payload) * 3 // 4 > limits.part_bytes:
+        raise RequestError(f"{what} is larger than {limits.part_bytes} bytes", param="messages")
+    try:
+        return base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        raise RequestError(f"{what} is not valid base64", param="messages") from None
+
+
+def _data_url(url: object, what: str) -> str:
+    """The base64 payload of a `data:` URL. Raises `RequestError`."""
+    if not isinstance(url, str) or not url.startswith("data:"):
+        raise RequestError(f"{what}: only base64 data: URLs are accepted; the gateway does "
+                           "not fetch files by URL", param="messages")
+    head, _, payload = url.partition(",")
+    if not head.endswith(";base64"):
+        raise RequestError(f"{what}: data: URLs must be base64-encoded", param="messages")
+    return payload
+
+
+def _image(part: Mapping[str, Any], limits: MediaLimits, n: int) -> MediaPart:
+    ref = part.get("image_url")
+    url = ref.get("url") if isinstance(ref, Mapping) else ref
+    payload = _data_url(url, "image_url parts")
+    return MediaPart("image", _decode(payload, "an image_url part", limits), f"image{n}")
+
+
+def _audio(part: Mapping[str, Any], limits: MediaLimits, n: int) -> MediaPart:
+    ref = part.get("input_audio")
+    data = ref.get("data") if isinstance(ref, Mapping) else None
+    fmt = ref.get("format") if isinstance(ref, Mapping) else None
+    if not isinstance(data, str) or not data:
+        raise RequestError("an input_audio part needs input_audio.data (base64)",
+                           param="messages")
+    fmt = fmt.lower() if isinstance(fmt, str) and fmt.lower() in _AUDIO_FORMATS else "audio"
+    return MediaPart("audio", _decode(data, "an input_audio part", limits), f"audio{n}.{fmt}")
+
+
+def _file(part: Mapping[str, Any], limits: MediaLimits, n: int) -> MediaPart:
+    ref = part.get("file")
+    if not isinstance(ref, Mapping):
+        raise RequestError("a file part needs a file object", param="messages")
+    data = ref.get("file_data")
+    if not isinstance(data, str) or not data:
+        if ref.get("file_id"):
+            raise RequestError("file parts must carry file_data (base64); file_id is not "
+                               "supported (this gateway has no files API)", param="messages")
+        raise RequestError("a file part needs file.file_data (base64)", param="messages")
+    payload = _data_url(data, "file_data") if data.startswith("data:") else data
+    raw_name = ref.get("filename")
+    name = raw_name.strip()[-120:] if isinstance(raw_name, str) and raw_name.strip() else f"file{n}"
+    return MediaPart("document", _decode(payload, "a file part", limits), name)
+
+
+def _content_media(content: Any, limits: MediaLimits) -> tuple[MediaPart, ...]:
+    """The decoded media parts of a message's content, in order. Raises `RequestError` for
+    a part type we do not read, a part that is not base64 data, or one over the limits."""
     if not isinstance(content, list):
         return ()
-    found: list[bytes] = []
+    found: list[MediaPart] = []
+    total = images = 0
     for part in content:
-        if not isinstance(part, Mapping) or part.get("type") != "image_url":
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text":
             continue
-        ref = part.get("image_url")
-        url = ref.get("url") if isinstance(ref, Mapping) else ref
-        if not isinstance(url, str) or not url.startswith("data:"):
-            raise RequestError("image_url parts must be data: URLs (base64); the gateway does "
-                               "not fetch images by URL", param="messages")
-        head, _, payload = url.partition(",")
-        if not head.endswith(";base64"):
-            raise RequestError("image_url data: URLs must be base64-encoded", param="messages")
-        if len(payload) * 3 // 4 > max_bytes:
-            raise RequestError(f"an image is larger than {max_bytes} bytes", param="messages")
-        try:
-            found.append(base64.b64decode(payload, validate=True))
-        except (binascii.Error, ValueError):
-            raise RequestError("an image_url part is not valid base64",
-                               param="messages") from None
-        if len(found) > MAX_IMAGES:
-            raise RequestError(f"at most {MAX_IMAGES} images per message", param="messages")
+        if not isinstance(part, Mapping) or kind not in ("image_url", "input_audio", "file"):
+            raise RequestError(f"content part type {kind!r} is not supported (supported: "
+                               f"{_SUPPORTED})", param="messages")
+        n = len(found) + 1
+        got = (_image(part, limits, n) if kind == "image_url" else
+               _audio(part, limits, n) if kind == "input_audio" else _file(part, limits, n))
+        images += got.kind == "image"
+        if images > limits.images:
+            raise RequestError(f"at most {limits.images} images per message", param="messages")
+        total += len(got.data)
+        if total > limits.total_bytes:
+            raise RequestError(f"the message's images, audio and files are larger than "
+                               f"{limits.total_bytes} bytes together", param="messages")
+        found.append(got)
     return tuple(found)
 
 
@@ -96,11 +172,11 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def parse_chat_request(body: Any, *, max_image_bytes: int = 20 * 1024 * 1024) -> ChatRequest:
-    """Take only the newest user message's text from a chat-completions body.
+def parse_chat_request(body: Any, *, limits: MediaLimits = MediaLimits()) -> ChatRequest:
+    """Take only the newest user message's text and media from a chat-completions body.
 
-    Raises `RequestError` when the body is not an object, has no user message, or the newest
-    user message carries no text.
+    Raises `RequestError` when the body is not an object, has no user message, the newest
+    user message carries neither text nor media, or its media break `limits`.
     """
     if not isinstance(body, Mapping):
         raise RequestError("the request body must be a JSON object")
@@ -114,17 +190,17 @@ def parse_chat_request(body: Any, *, max_image_bytes: int = 20 * 1024 * 1024) ->
     if newest is None:
         raise RequestError("'messages' contains no user message", param="messages")
     text = _content_text(newest.get("content"))
-    images = _content_images(newest.get("content"), max_image_bytes)
-    if not text.strip() and not images:
+    media = _content_media(newest.get("content"), limits)
+    if not text.strip() and not media:
         raise RequestError(
-            "the newest user message has no text or image content",
+            "the newest user message has no text, image, audio or file content",
             param="messages",
         )
     user = body.get("user")
     if user is not None and not isinstance(user, str):
         raise RequestError("'user' must be a string", param="user")
     return ChatRequest(text=text, stream=body.get("stream") is True, user=user or None,
-                       images=images)
+                       media=media)
 
 
 def completion_body(completion_id: str, model: str, text: str) -> dict[str, Any]:

@@ -140,8 +140,8 @@ class DiscordAdapter(BasePlatformAdapter):
         )
         self._client = client
         inbound = Inbound(
-            self.name, client, cache_dir=Path(ctx.cache_dir), max_bytes=ctx.max_attachment_bytes,
-            log=self._log, logger=ctx.logger,
+            self.name, client, cache_dir=Path(ctx.cache_dir), budget=ctx.download_budget,
+            log=self._log, logger=ctx.logger, download_timeout_s=ctx.download_timeout_s,
         )
         tasks = {
             asyncio.create_task(client.start(self.settings.plain_token()),

@@ -9,19 +9,26 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import discord
 
-from gateway.events import Attachment, AttachmentKind, ChatType, MessageEvent, UserRef
-from gateway.ports import EventLogger
+from gateway.events import (
+    Attachment,
+    AttachmentKind,
+    ChatType,
+    MessageEvent,
+    SkippedFile,
+    UserRef,
+)
+from gateway.ports import DownloadBudget, EventLogger
 
 __all__ = ["Inbound", "MessageLog"]
 
 _HANDLED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 _MENTION = re.compile(r"<@!?(\d+)>( ?)")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_DOWNLOAD_TIMEOUT_S = 60.0
 
 
 class MessageLog:
@@ -88,14 +95,16 @@ class Inbound:
         client: discord.Client,
         *,
         cache_dir: Path,
-        max_bytes: int,
+        budget: Callable[[], DownloadBudget],
         log: MessageLog,
         logger: EventLogger,
+        download_timeout_s: float = 60.0,
     ) -> None:
         self._platform = platform
         self._client = client
         self._cache_dir = cache_dir
-        self._max_bytes = max_bytes
+        self._budget = budget
+        self._timeout_s = download_timeout_s
         self._log = log
         self._logger = logger
         self._threads: dict[int, tuple[bool, str | None]] = {}
@@ -109,6 +118,7 @@ class Inbound:
         chat_type, chat_id, thread_id = await self._where(message)
         self._log.remember(str(message.id), str(message.channel.id), own=False)
         reply_to, reply_to_bot = self._reply(message, bot_id)
+        attachments, skipped = await self._download(message)
         return MessageEvent(
             platform=self._platform,
             event_id=str(message.id),
@@ -121,7 +131,8 @@ class Inbound:
                 is_bot=message.author.bot,
             ),
             text=self._text(message, bot_id),
-            attachments=tuple(await self._download(message)),
+            attachments=attachments,
+            skipped=skipped,
             message_id=str(message.id),
             reply_to=reply_to,
             reply_to_bot=reply_to_bot,
@@ -178,21 +189,30 @@ class Inbound:
 
         return _MENTION.sub(swap, message.content).strip()
 
-    async def _download(self, message: discord.Message) -> list[Attachment]:
+    async def _download(
+        self, message: discord.Message
+    ) -> tuple[tuple[Attachment, ...], tuple[SkippedFile, ...]]:
+        """The message's files within the per-message budget, each within the download
+        timeout; the others come back as `SkippedFile`s with the reason."""
         out: list[Attachment] = []
+        skipped: list[SkippedFile] = []
+        budget = self._budget()
         for att in message.attachments:
-            if att.size > self._max_bytes:
-                self._logger.warning(
-                    "discord_attachment_too_large", size=att.size, limit=self._max_bytes
-                )
+            why = budget.refusal(att.size)
+            if why is None:
+                try:
+                    data = await asyncio.wait_for(att.read(), self._timeout_s)
+                except TimeoutError:
+                    why = f"the download took longer than {self._timeout_s:g} s"
+                except (discord.HTTPException, OSError) as exc:
+                    why = f"the download failed ({type(exc).__name__})"
+                else:
+                    why = budget.refusal(len(data))
+            if why is not None:
+                self._logger.warning("discord_attachment_skipped", size=att.size, reason=why)
+                skipped.append(budget.skipped(att.filename, why))
                 continue
-            try:
-                data = await asyncio.wait_for(att.read(), _DOWNLOAD_TIMEOUT_S)
-            except (discord.HTTPException, TimeoutError, OSError) as exc:
-                self._logger.warning("discord_attachment_failed", error=type(exc).__name__)
-                continue
-            if len(data) > self._max_bytes:
-                continue
+            budget.take(len(data))
             name = _UNSAFE.sub("_", att.filename)[-100:] or "file"
             path = self._cache_dir / "discord" / f"{message.id}_{att.id}_{name}"
             await asyncio.to_thread(_write, path, data)
@@ -202,4 +222,4 @@ class Inbound:
                     name=att.filename, size=len(data),
                 )
             )
-        return out
+        return tuple(out), tuple(skipped)

@@ -260,8 +260,9 @@ class SlackAdapter(BasePlatformAdapter):
                 update["user"] = UserRef(id=ev.user.id, name=name)
         files = [f for f in event.get("files") or () if isinstance(f, Mapping)]
         if files and self._fetcher is not None and self._ctx is not None:
-            update["attachments"] = await self._fetcher.fetch_all(
-                files, Path(self._ctx.cache_dir), self._ctx.max_attachment_bytes, self._ctx.logger)
+            update["attachments"], update["skipped"] = await self._fetcher.fetch_all(
+                files, Path(self._ctx.cache_dir), self._ctx.download_budget(), self._ctx.logger,
+                timeout_s=self._ctx.download_timeout_s)
         return ev.model_copy(update=update) if update else ev
 
     async def _chat_type(self, event: Mapping[str, Any]) -> ChatType:

@@ -12,8 +12,8 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 from yarl import URL
 
-from gateway.events import Attachment
-from gateway.ports import EventLogger
+from gateway.events import Attachment, SkippedFile
+from gateway.ports import DownloadBudget, EventLogger
 from hermes_common.hosts import HostAllowList
 
 __all__ = ["FileFetcher", "kind_for", "upload_file"]
@@ -52,62 +52,73 @@ class FileFetcher:
     redirect hop (`hermes_common.hosts`), so a crafted file URL cannot make the adapter leak it.
     """
 
-    def __init__(self, token: str, api_base_url: str, *, timeout_s: float = 60.0) -> None:
+    def __init__(self, token: str, api_base_url: str) -> None:
         self._token = token
         self.allowed = HostAllowList.of(domains=["slack.com"], origins=[api_base_url])
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
 
     async def fetch_all(
-        self, files: list[Mapping[str, Any]], cache_dir: Path, max_bytes: int,
-        logger: EventLogger,
-    ) -> tuple[Attachment, ...]:
-        """Download every file it may; a failed or oversized one is skipped with a log line.
-        Must not raise (except cancellation)."""
+        self, files: list[Mapping[str, Any]], cache_dir: Path, budget: DownloadBudget,
+        logger: EventLogger, *, timeout_s: float = 60.0,
+    ) -> tuple[tuple[Attachment, ...], tuple[SkippedFile, ...]]:
+        """Download every file it may within `budget`, each within `timeout_s`; the others
+        come back as `SkippedFile`s with the reason (the gateway tells the user and the
+        model). Must not raise (except cancellation)."""
         out: list[Attachment] = []
+        skipped: list[SkippedFile] = []
         for f in files:
-            reason = "unavailable or too large"
+            name = str(f.get("name") or f.get("title") or "file")
             try:
-                att = await self._fetch(f, cache_dir, max_bytes)
+                async with asyncio.timeout(timeout_s):
+                    got = await self._fetch(f, cache_dir, budget)
             except asyncio.CancelledError:
                 raise
+            except TimeoutError:
+                got = f"the download took longer than {timeout_s:g} s"
             except Exception as exc:  # noqa: BLE001 - one bad file never drops the message
-                att, reason = None, type(exc).__name__
-            if att is None:
-                logger.warning("slack_file_skipped", file_id=str(f.get("id")), reason=reason)
+                got = f"the download failed ({type(exc).__name__})"
+            if isinstance(got, str):
+                logger.warning("slack_file_skipped", file_id=str(f.get("id")), reason=got)
+                skipped.append(budget.skipped(name, got))
             else:
-                out.append(att)
-        return tuple(out)
+                out.append(got)
+        return tuple(out), tuple(skipped)
 
     async def _fetch(
-        self, f: Mapping[str, Any], cache_dir: Path, max_bytes: int
-    ) -> Attachment | None:
+        self, f: Mapping[str, Any], cache_dir: Path, budget: DownloadBudget
+    ) -> Attachment | str:
+        """The downloaded file, or why it was not downloaded."""
         url = f.get("url_private_download") or f.get("url_private")
         size = int(f.get("size") or 0)
         target = self.allowed.parse(url) if isinstance(url, str) else None
-        if target is None or size > max_bytes:
-            return None
+        if target is None:
+            return "its address is not one of Slack's file hosts"
+        if (why := budget.refusal(size)) is not None:
+            return why
+        cap = budget.cap()
         headers = {"Authorization": f"Bearer {self._token}"}
         chunks: list[bytes] = []
         total = 0
-        async with aiohttp.ClientSession(timeout=self._timeout, trust_env=False) as session:
+        async with aiohttp.ClientSession(trust_env=False) as session:
             for _hop in range(MAX_REDIRECTS + 1):
                 async with session.get(target, headers=headers, allow_redirects=False) as resp:
                     if resp.status in (301, 302, 303, 307, 308):
                         nxt = target.join(URL(resp.headers.get("Location", "")))
                         if not self.allowed.allows(nxt):
-                            return None  # never follow the token off Slack's hosts
+                            # never follow the token off Slack's hosts
+                            return "it redirected to a host that is not Slack's"
                         target = nxt
                         continue
                     if resp.status != 200:
-                        return None
+                        return f"Slack answered HTTP {resp.status}"
                     async for chunk in resp.content.iter_chunked(64 * 1024):
                         total += len(chunk)
-                        if total > max_bytes:
-                            return None
+                        if total > cap:
+                            return budget.refusal(total) or budget.refusal(None) or "too large"
                         chunks.append(chunk)
                     break
             else:
-                return None
+                return "too many redirects"
+        budget.take(total)
         name = str(f.get("name") or f.get("title") or "file")
         path = cache_dir / "slack" / _safe_name(str(f.get("id") or "F"), name)
         await asyncio.to_thread(_write, path, b"".join(chunks))

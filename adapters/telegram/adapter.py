@@ -27,7 +27,13 @@ from adapters.telegram.outbound import Outbound, build_bot, close_requests
 from adapters.telegram.polling import ALLOWED_UPDATES, Poller
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.webhook import WebhookServer
-from gateway.events import Attachment, OutboundAttachment, OutboundMessage, SendResult
+from gateway.events import (
+    Attachment,
+    OutboundAttachment,
+    OutboundMessage,
+    SendResult,
+    SkippedFile,
+)
 from gateway.ports import (
     AdapterAuthError,
     AdapterContext,
@@ -35,6 +41,7 @@ from gateway.ports import (
     BasePlatformAdapter,
     BudgetSpec,
     Capabilities,
+    DownloadBudget,
     Identity,
     RateProfile,
     RateWindow,
@@ -197,15 +204,18 @@ class TelegramAdapter(BasePlatformAdapter):
         try:
             refs = files_of(message)
             attachments: tuple[Attachment, ...] = ()
-            notes: tuple[str, ...] = ()
+            skipped: tuple[SkippedFile, ...] = ()
             if refs:
-                cap = min(ctx.max_attachment_bytes, self.settings.max_download_bytes)
+                budget = DownloadBudget(
+                    min(ctx.max_attachment_bytes, self.settings.max_download_bytes),
+                    ctx.max_message_bytes)
                 prefix = f"tg-{message.chat.id}-{message.message_id}"
-                attachments, notes = await download_all(
-                    bot, refs, ctx.cache_dir / "telegram", prefix=prefix, cap=cap,
-                    allowed=self._file_hosts, logger=ctx.logger)
+                attachments, skipped = await download_all(
+                    bot, refs, ctx.cache_dir / "telegram", prefix=prefix, budget=budget,
+                    allowed=self._file_hosts, timeout_s=ctx.download_timeout_s,
+                    logger=ctx.logger)
             event = to_event(self.name, update, message, self.me,
-                             attachments=attachments, notes=notes)
+                             attachments=attachments, skipped=skipped)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -7,7 +7,14 @@ from typing import Literal
 
 from telegram import Message, MessageEntity, Update
 
-from gateway.events import Attachment, ChatType, InteractionEvent, MessageEvent, UserRef
+from gateway.events import (
+    Attachment,
+    ChatType,
+    InteractionEvent,
+    MessageEvent,
+    SkippedFile,
+    UserRef,
+)
 
 __all__ = ["BotIdentity", "FileRef", "button_data", "files_of", "inbound_message",
            "to_event", "to_interaction", "with_entities"]
@@ -131,10 +138,10 @@ def to_event(
     me: BotIdentity,
     *,
     attachments: tuple[Attachment, ...] = (),
-    notes: tuple[str, ...] = (),
+    skipped: tuple[SkippedFile, ...] = (),
 ) -> MessageEvent:
-    """Normalize one inbound message. Captions become the text; `notes` (e.g. skipped
-    attachments) are appended to it. Link targets and code the plain text would lose are
+    """Normalize one inbound message. Captions become the text; files that were not
+    downloaded are `skipped` (the gateway tells the user and the model). Link targets and code the plain text would lose are
     written back as Markdown (`with_entities`); the text is otherwise left as sent
     (`/cmd@otherbot` included: commands addressed to another bot simply don't count as a
     mention)."""
@@ -142,8 +149,6 @@ def to_event(
         text = with_entities(message.text, message.entities)
     else:
         text = with_entities(message.caption or "", message.caption_entities)
-    if notes:
-        text = "\n\n".join([text, *notes]) if text else "\n\n".join(notes)
     reply_to, reply_to_bot = _reply(message, me)
     return MessageEvent(
         platform=platform,
@@ -154,6 +159,7 @@ def to_event(
         user=_user(message, me),
         text=text,
         attachments=attachments,
+        skipped=skipped,
         message_id=str(message.message_id),
         reply_to=reply_to,
         reply_to_bot=reply_to_bot,

@@ -1,4 +1,4 @@
-"""Inbound attachment downloads into the profile cache, with a size cap."""
+"""Inbound attachment downloads into the profile cache, within the message's budget."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from telegram import Bot
 from telegram.error import TelegramError
 
 from adapters.telegram.convert import FileRef
-from gateway.events import Attachment
-from gateway.ports import EventLogger
+from gateway.events import Attachment, SkippedFile
+from gateway.ports import DownloadBudget, EventLogger
 from hermes_common.hosts import HostAllowList
 
 __all__ = ["download_all"]
@@ -24,61 +24,63 @@ def _safe_name(name: str) -> str:
     return cleaned[-80:]
 
 
-def _mb(n: int) -> str:
-    return f"{n / (1024 * 1024):.1f} MB"
-
-
 async def download_all(
     bot: Bot,
     refs: list[FileRef],
     dest: Path,
     *,
     prefix: str,
-    cap: int,
+    budget: DownloadBudget,
     allowed: HostAllowList,
+    timeout_s: float = 60.0,
     logger: EventLogger | None = None,
-) -> tuple[tuple[Attachment, ...], tuple[str, ...]]:
-    """Download `refs` into `dest`; returns (attachments, notes for the text).
+) -> tuple[tuple[Attachment, ...], tuple[SkippedFile, ...]]:
+    """Download `refs` into `dest` within `budget`, each (getFile and the download) within
+    `timeout_s`; returns (attachments, the files not downloaded with why).
 
     The download URL carries the bot token: it is fetched only when its parsed host is the
-    configured file server's (`allowed`). A file over `cap` bytes, or one that cannot be
-    fetched, becomes a note instead of an attachment: the message still reaches the agent.
-    Must not raise for platform errors.
+    configured file server's (`allowed`). A file over the budget, or one that cannot be
+    fetched, is skipped instead of downloaded: the message still reaches the agent, and the
+    gateway tells the user. Must not raise for platform errors.
     """
     attachments: list[Attachment] = []
-    notes: list[str] = []
+    skipped: list[SkippedFile] = []
     for ref in refs:
-        if ref.size is not None and ref.size > cap:
-            notes.append(f"[attachment not downloaded: {ref.name} is {_mb(ref.size)}, "
-                         f"over the {_mb(cap)} limit]")
-            continue
         try:
-            tg_file = await bot.get_file(ref.file_id)
-            if tg_file.file_size is not None and tg_file.file_size > cap:
-                notes.append(f"[attachment not downloaded: {ref.name} is "
-                             f"{_mb(tg_file.file_size)}, over the {_mb(cap)} limit]")
-                continue
-            if tg_file.file_path is None or allowed.parse(tg_file.file_path) is None:
-                if logger is not None:
-                    logger.warning("telegram_file_url_refused", kind=ref.kind)
-                notes.append(f"[attachment could not be downloaded: {ref.name}]")
-                continue
-            data = bytes(await tg_file.download_as_bytearray())
+            async with asyncio.timeout(timeout_s):
+                got = await _download(bot, ref, budget, allowed, logger)
+        except TimeoutError:
+            got = f"the download took longer than {timeout_s:g} s"
         except (TelegramError, OSError) as exc:
             if logger is not None:
                 logger.warning("telegram_attachment_failed", kind=ref.kind,
                                error=type(exc).__name__)
-            notes.append(f"[attachment could not be downloaded: {ref.name}]")
+            got = "it could not be downloaded"
+        if isinstance(got, str):
+            skipped.append(budget.skipped(ref.name, got))
             continue
-        if len(data) > cap:
-            notes.append(f"[attachment not downloaded: {ref.name} is {_mb(len(data))}, "
-                         f"over the {_mb(cap)} limit]")
-            continue
+        budget.take(len(got))
         path = dest / f"{prefix}-{_safe_name(ref.unique_id)}-{_safe_name(ref.name)}"
-        await asyncio.to_thread(_write, path, data)
+        await asyncio.to_thread(_write, path, got)
         attachments.append(Attachment(path=str(path), kind=ref.kind, mime=ref.mime,
-                                      name=ref.name, size=len(data)))
-    return tuple(attachments), tuple(notes)
+                                      name=ref.name, size=len(got)))
+    return tuple(attachments), tuple(skipped)
+
+
+async def _download(bot: Bot, ref: FileRef, budget: DownloadBudget, allowed: HostAllowList,
+                    logger: EventLogger | None) -> bytes | str:
+    """The file's bytes, or why it was not downloaded."""
+    if (why := budget.refusal(ref.size)) is not None:
+        return why
+    tg_file = await bot.get_file(ref.file_id)
+    if (why := budget.refusal(tg_file.file_size)) is not None:
+        return why
+    if tg_file.file_path is None or allowed.parse(tg_file.file_path) is None:
+        if logger is not None:
+            logger.warning("telegram_file_url_refused", kind=ref.kind)
+        return "its address is not the configured file server's"
+    data = bytes(await tg_file.download_as_bytearray())
+    return budget.refusal(len(data)) or data
 
 
 def _write(path: Path, data: bytes) -> None:

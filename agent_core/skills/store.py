@@ -4,7 +4,8 @@ skill's resource files beside it.
 Every write is validated (names, frontmatter), scanned by the same threat scan as memory
 (`agent_core.threats.screen_skill`), written atomically (temp file + `os.replace`), confined to
 the skill's own folder (no absolute paths, no `..`, no symlinks out) and recorded with the
-principal that caused it in `<root>/.audit.jsonl` (one JSON line per write). Blocking file I/O:
+principal that caused it (and the `origin`, when a run other than the user's turn wrote it) in
+`<root>/.audit.jsonl` (one JSON line per write). Blocking file I/O:
 call from a worker thread.
 """
 
@@ -99,8 +100,11 @@ def atomic_write(path: Path, data: bytes) -> None:
 class SkillStore:
     """The skills folder of one profile."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, origin: str | None = None) -> None:
+        """`origin` is recorded with every write of this store when set (e.g. "review":
+        the background self-review wrote it for the principal's turn)."""
         self.root = root
+        self.origin = origin
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -235,10 +239,13 @@ class SkillStore:
         line = {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "action": action,
                 "skill": entry_name, "file": file_path or SKILL_FILE,
                 "principal": principal or "operator"}
+        if self.origin:
+            line["origin"] = self.origin
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / AUDIT_FILE, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-        log.info("skill_written", action=action, skill=entry_name, principal=line["principal"])
+        log.info("skill_written", action=action, skill=entry_name, principal=line["principal"],
+                 origin=self.origin)
 
     def history(self, name: str) -> list[dict[str, str]]:
         """The audit lines of skill `name` (oldest first)."""

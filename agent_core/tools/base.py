@@ -7,7 +7,7 @@ run in parallel), runs them, and turns every exception into an error result.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +16,8 @@ from agent_core.interrupt import InterruptSignal
 from agent_core.ports import AgentPorts
 
 if TYPE_CHECKING:
+    from agent_core.delegation import Delegator
+    from agent_core.events import AgentEvent
     from agent_core.tools.registry import Tool
 
 __all__ = ["ToolCall", "ToolContext", "ToolOutcome"]
@@ -68,10 +70,20 @@ class ToolContext:
     #: The profile's skills folder (None: skills are off).
     skills_dir: Path | None = None
     #: Who caused this turn, as an opaque label ("<platform>:<user id>"), recorded by tools
-    #: whose writes outlive the turn (skills). None: the operator.
+    #: whose writes outlive the turn (skills, memory). None: the operator.
     principal: str | None = None
+    #: What kind of run makes the calls when it is not the user's own turn ("review": the
+    #: background self-review), recorded with those writes beside the principal.
+    origin: str | None = None
     #: The tools this session is offered, by name (set by `ToolRegistry.execute` from its
     #: `tools`, i.e. the session's `ToolSelection`); a tool that calls other tools
     #: (`execute_code`) calls only these. None: every registered tool.
     offered: Mapping[str, Tool] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Runs `delegate_task`'s subagents for this turn (None: the tool is refused).
+    subagents: Delegator | None = None
+    #: 0 for the user's own agent, 1 for a subagent; `delegate_task` refuses past depth 0.
+    depth: int = 0
+    #: Report a progress event while the tool runs (the agent yields it during the batch).
+    #: Cheap, never raises, never blocks; a no-op outside a tool batch.
+    emit: Callable[[AgentEvent], None] = field(default=lambda _event: None, repr=False)

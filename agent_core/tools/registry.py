@@ -214,9 +214,9 @@ class ToolRegistry:
         """Run `calls` and return one outcome per executed call, in call order.
 
         `tools` limits what may run to the tools offered (a `ToolSelection`'s); a call to any
-        other name is an unknown tool. The tools run with `ctx.offered` = `tools`. Once `ctx.interrupt` is set no further call starts;
-        running interruptible tools are cancelled (their outcome says so) and only the calls
-        that ran are returned. Never raises for a tool's failure; cancellation of the caller
+        other name is an unknown tool, and the tools run with `ctx.offered` = `tools`. Once
+        `ctx.interrupt` is set no further call starts; running interruptible tools are
+        cancelled (their outcome says so) and only the calls that ran are returned. Never raises for a tool's failure; cancellation of the caller
         propagates after the tools are cancelled.
         """
         lookup = self._tools if tools is None else tools

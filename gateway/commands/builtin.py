@@ -45,7 +45,7 @@ async def _new(c: CommandContext) -> str:
     await svc.manager.wait_idle(c.key, 10.0)
     current = await c.session()
     if current is not None:
-        await svc.store.end_session(current.id, "new_session")
+        await svc.sessions.end(current, "new_session")
     title = c.args.strip() or None
     try:
         session = await svc.sessions.new_session(c.key, c.event, title=title)
@@ -147,7 +147,7 @@ async def _branch(c: CommandContext) -> str:
         child = await svc.store.branch(s.id, c.args.strip() or None)
     except ValueError as exc:
         return f"Could not branch: {_title_problem(exc, c.args.strip())}."
-    await svc.store.end_session(s.id, "branched")
+    await svc.sessions.end(s, "branched")
     return (f"🌿 Branched into {child.id}" + (f" “{child.title}”" if child.title else "")
             + f". Send /resume {s.id} to go back.")
 
@@ -198,7 +198,7 @@ async def _resume(c: CommandContext) -> str:
     if current is not None and current.id == target.id:
         return "That is already the current session."
     if current is not None:
-        await svc.store.end_session(current.id, "switched")
+        await svc.sessions.end(current, "switched")
     if target.ended_at is not None:
         await svc.store.reopen_session(target.id)
     await svc.store.update_session(target.id, session_key=c.key)

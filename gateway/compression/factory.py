@@ -9,7 +9,7 @@ from agent_core.compression import CompressionSettings, load_engine
 from gateway.agents import provider_settings
 from gateway.compression.hook import CompressionService
 from gateway.compression.pool import CompressionPool, StatusCallback
-from gateway.compression.ports import CompressionStore
+from gateway.compression.ports import CompressionMemory, CompressionStore
 from gateway.compression.runner import PromptBuilder
 from gateway.compression.summarizer import AuxSummarizer
 from gateway.config.models import HermesConfig
@@ -43,10 +43,12 @@ def build_compression(
     renew_leases: bool = True,
     clock: Callable[[], float] = time.time,
     prompt_builder: PromptBuilder | None = None,
+    memory: CompressionMemory | None = None,
 ) -> CompressionService:
     """The compression hook for a process: engine (`load_engine`, thresholds from config and
     the main provider's model and window), summarizer (`auxiliary.provider`/`model`) and pool
-    (`compression.workers`, `queue_size`, `mode`, `lease_seconds`, `timeout_seconds`).
+    (`compression.workers`, `queue_size`, `mode`, `lease_seconds`, `timeout_seconds`);
+    `memory`: the external memory provider (its pre-compression text, the rotation).
 
     Workers start on the first job, inside the running loop. Raises KeyError for an undefined
     provider (a validated config has none) and LookupError for an unknown engine name
@@ -77,5 +79,6 @@ def build_compression(
         metrics=metrics,
         clock=clock,
         prompt_builder=prompt_builder,
+        memory=memory,
     )
     return CompressionService(pool, enabled=c.enabled, closers=[summarizer])

@@ -27,7 +27,7 @@ import structlog
 
 from agent_core.compression import ContextCompressor, ContextEngine
 from gateway.compression.outcome import JobOutcome
-from gateway.compression.ports import CompressionStore
+from gateway.compression.ports import CompressionMemory, CompressionStore
 from gateway.compression.runner import JobRequest, JobRunner, NotifyingSummarizer, PromptBuilder
 from gateway.metrics import GatewayMetrics
 from hermes_common.waits import cancel_and_wait
@@ -69,6 +69,7 @@ class CompressionPool:
         metrics: GatewayMetrics | None = None,
         clock: Callable[[], float] = time.time,
         prompt_builder: PromptBuilder | None = None,
+        memory: CompressionMemory | None = None,
     ) -> None:
         if mode not in ("rotate", "in_place"):
             raise ValueError(f"unknown compression mode {mode!r}")
@@ -84,7 +85,7 @@ class CompressionPool:
         self.runner = JobRunner(
             store, engine, mode=mode, lease_seconds=lease_seconds,
             timeout_seconds=timeout_seconds, renew_leases=renew_leases, clock=clock,
-            emit=self._emit, prompt_builder=prompt_builder)
+            emit=self._emit, prompt_builder=prompt_builder, memory=memory)
         self._queue: asyncio.Queue[_Job] = asyncio.Queue(maxsize=max(1, int(queue_size)))
         self._jobs: dict[str, _Job] = {}
         self._tasks: list[asyncio.Task[None]] = []

@@ -34,7 +34,7 @@ from agent_core.compression import (
 from agent_core.tokens import TOKEN_CACHE_KEY
 from gateway.compression.guardstate import from_stored, to_fields
 from gateway.compression.outcome import JobOutcome
-from gateway.compression.ports import CompressionStore
+from gateway.compression.ports import CompressionMemory, CompressionStore
 from hermes_common.waits import cancel_and_wait
 from storage import FenceRejected, Lease, Session, StorageError
 
@@ -101,8 +101,10 @@ class JobRunner:
         clock: Callable[[], float] = time.time,
         emit: Emit,
         prompt_builder: PromptBuilder | None = None,
+        memory: CompressionMemory | None = None,
     ) -> None:
         self.prompt_builder = prompt_builder
+        self.memory = memory
         self.store = store
         self.engine = engine
         self.mode = mode
@@ -190,11 +192,14 @@ class JobRunner:
                 task.add_done_callback(self._notices.discard)
 
         try:
+            # The memory provider's text for the summary (bounded by its own timeout).
+            recalled = await self.memory.pre_compress(session, history) if self.memory else ""
             token = _first_call.set(announce)
             try:
                 engine_task = asyncio.create_task(self.engine.compress(
                     work, force=req.force, focus=req.focus, keep_last_turns=req.keep_last_turns,
-                    guards=guards))
+                    memory_context=recalled or None, guards=guards),
+                    name=f"compression-engine:{sid}")
             finally:
                 _first_call.reset(token)
             result = await self._await_engine(engine_task, lost, deadline)
@@ -287,6 +292,8 @@ class JobRunner:
             await self.store.update_guard(sid, **fields)
             if system_prompt is not None and system_prompt != session.system_prompt:
                 await self.store.update_system_prompt(sid, system_prompt)
+        elif child is not None and self.memory is not None:
+            self.memory.rotated(session, child)
         return JobOutcome(
             "compressed", sid, child_session_id=child, detail=result.reason,
             tokens_before=result.tokens_before, tokens_after=result.tokens_after,

@@ -25,6 +25,7 @@ from gateway.config.envfile import apply_env_file, read_env_file
 from gateway.config.errors import ConfigError, Problem, format_path
 from gateway.config.expand import expand_env
 from gateway.config.keys import problems_from, unknown_keys
+from gateway.config.memory import validate_memory_providers
 from gateway.config.models import HermesConfig
 from gateway.config.platforms import validate_platforms
 from gateway.config.redact import register_secrets
@@ -52,8 +53,12 @@ class LoadedConfig:
 
 
 def _warnings(data: Mapping[str, Any]) -> list[str]:
-    """Unknown keys outside `platforms:` (whose blocks are strict: see `validate_platforms`)."""
+    """Unknown keys outside `platforms:` and `memory.providers:` (whose blocks are strict:
+    see `validate_platforms`, `validate_memory_providers`)."""
     rest = {k: v for k, v in data.items() if k != "platforms"}
+    memory = rest.get("memory")
+    if isinstance(memory, Mapping) and "providers" in memory:
+        rest["memory"] = {k: v for k, v in memory.items() if k != "providers"}
     return [f"unknown key {format_path(u.path)}{u.hint() or ' (ignored)'}"
             for u in unknown_keys(HermesConfig, rest)]
 
@@ -88,6 +93,11 @@ def parse_config(
                         "platforms.<name>.toolsets); it applies only while tools.toolsets "
                         "is not set")
     blocks, problems = validate_platforms(tree.get("platforms"))
+    memory = tree.get("memory")
+    if isinstance(memory, Mapping) and memory.get("providers") is not None:
+        providers, more = validate_memory_providers(memory.get("providers"))
+        problems += more
+        tree = {**tree, "memory": {**memory, "providers": providers}}
     try:
         cfg = HermesConfig.model_validate({**tree, "platforms": blocks})
     except ValidationError as exc:

@@ -18,14 +18,18 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from gateway.config.base import ConfigModel, IdList, OptSecret, SecretList, reveal
 from gateway.config.errors import Problem
 from gateway.config.mcp import McpServerConfig, valid_server_name
+from gateway.config.memory import MemoryConfig
 from gateway.config.platforms import PlatformsConfig
+from gateway.config.speech import SttConfig, TtsConfig
 from gateway.config.tools import DEFAULT_TOOLSETS, ToolsConfig
+from gateway.config.vision import known_vision
 from gateway.ports import ToolProgress
 
 __all__ = [
     "AgentConfig",
     "AuxiliaryConfig",
     "CompressionConfig",
+    "DelegationConfig",
     "GatewayConfig",
     "HealthConfig",
     "HermesConfig",
@@ -37,7 +41,9 @@ __all__ = [
     "ModelConfig",
     "PlatformsConfig",
     "ProviderConfig",
+    "ReviewConfig",
     "SessionResetConfig",
+    "SkillsConfig",
     "StorageConfig",
     "StreamingConfig",
     "ToolsConfig",
@@ -65,12 +71,18 @@ class ProviderConfig(ConfigModel):
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=20)
     credential_strategy: Literal["fill_first", "round_robin"] = "fill_first"
-    vision: bool = False
-    """The model accepts image parts (`vision_analyze` then uses it)."""
+    vision: bool | None = None
+    """The model accepts image parts (`vision_analyze` then uses it, and inbound images go
+    to it as image parts). Unset: looked up by `model` in the built-in table of known
+    vision models (`gateway/config/vision.py`); `false` or `true` overrides the table."""
 
     def keys(self) -> list[str]:
         """Plain key values, in pool order."""
         return [k.get_secret_value() for k in self.api_keys]
+
+    def has_vision(self) -> bool:
+        """`vision` when set, else what the table of known vision models says of `model`."""
+        return self.vision if self.vision is not None else known_vision(self.model)
 
 
 class ModelConfig(ConfigModel):
@@ -179,17 +191,35 @@ class MediaConfig(ConfigModel):
     """Extra directories `MEDIA:` may send from, to anyone (besides the current chat's cached
     attachments and the current user's workspace)."""
     max_inbound_mb: float = Field(default=20.0, gt=0)
+    """Largest inbound file; a bigger one is not downloaded (the user and the model are
+    told, the message still goes)."""
+    max_message_mb: float = Field(default=50.0, gt=0)
+    """All inbound files of one message together; the files past it are not downloaded
+    (the user and the model are told)."""
+    download_timeout_s: float = Field(default=60.0, gt=0)
+    """One inbound download (Telegram, Slack, Discord) may take this long, from the request
+    to its last byte; then it is dropped with a note to the user and the model."""
     max_outbound_mb: float = Field(default=20.0, gt=0)
     """Largest file a reply may attach; a bigger one is not sent and the chat is told."""
     max_images_per_message: int = Field(default=4, ge=0)
-    """Inbound images shown to the model (or described) per message; more are skipped
-    with a note to the user."""
+    """Inbound images shown to the model (or described) per message, on every platform;
+    more are skipped with a note to the user (the api adapter answers 400)."""
+    describe_for_history: bool = True
+    """With a vision main model, describe each image in the background after its turn
+    (`auxiliary.vision_model`, else the main model) and store the description in place of
+    the image's line, so later turns and compression read what the image showed."""
     document_max_chars: int = Field(default=20_000, ge=1000)
     """Extracted document text longer than this is cut (the start and the end kept, with a
     note) and saved whole to the sender's workspace (`documents/<name>.txt`)."""
     cache_retention_days: float = Field(default=7.0, ge=0)
     """Cached inbound attachments and saved tool output older than this are deleted
     (hourly). 0 = keep for ever."""
+    cache_max_mb: float = Field(default=2048.0, ge=0)
+    """The profile's attachment cache (`cache/`) is kept under this size: the oldest files
+    go first (hourly). 0 = no size limit."""
+    chat_cache_max_mb: float = Field(default=512.0, ge=0)
+    """One chat's cache folder (`cache/chats/<chat>/`) is kept under this size, oldest
+    first, so one busy chat cannot push every other chat's files out. 0 = no limit."""
 
 
 class GatewayConfig(ConfigModel):
@@ -237,17 +267,52 @@ class LoggingConfig(ConfigModel):
     file: LogFileConfig = Field(default_factory=LogFileConfig)
 
 
-class MemoryConfig(ConfigModel):
-    scope: Literal["profile", "user"] = "profile"
-    """Whose `MEMORY.md` (the agent's own notes) a turn uses: one per profile, or one per
-    user. `USER.md` is always per user and only shown to the agent in direct chats."""
+class ReviewConfig(ConfigModel):
+    """The background self-review (docs/skills.md#background-self-review)."""
+
+    enabled: bool = True
+    """Review finished turns in the background on the auxiliary model; it may create or
+    patch a skill and add memory entries. `false`: never (per profile)."""
+    min_tool_calls: int = Field(default=5, ge=1)
+    """A turn that made at least this many tool calls is reviewed."""
+    workers: int = Field(default=1, ge=1, le=16)
+    """Reviews running at once (their own pool: compression never waits for them)."""
+    queue_size: int = Field(default=16, ge=1)
+    """Reviews waiting for a worker; one more is skipped (`queue_full`)."""
+    max_iterations: int = Field(default=8, ge=1, le=50)
+    """Model calls one review may make."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """A review running longer is stopped (recorded as failed, `timeout`)."""
+    max_transcript_chars: int = Field(default=16_000, ge=1_000)
+    """How much of the conversation (the reviewed turn first) the review model is shown."""
+    daily_tokens: int = Field(default=500_000, ge=0)
+    """Tokens all reviews of the profile may use per UTC day; past it reviews are skipped
+    (`over_budget`). 0 = no cap."""
 
 
 class SkillsConfig(ConfigModel):
     enabled: bool = True
     """Offer the skills tools (`skills_list`, `skill_view`, `skill_manage`, where the chat's
     toolsets include `skills`) and list the skills of `$HERMES_HOME/skills/` in the system
-    prompt. `false`: neither."""
+    prompt. `false`: neither (and no background review)."""
+    nudge_interval: int = Field(default=10, ge=1)
+    """A conversation is also reviewed once it made this many model calls (iterations of the
+    turn loop, counted per session key since its last review or its own `skill_manage`)."""
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
+
+
+class DelegationConfig(ConfigModel):
+    """`delegate_task`: subagents with their own context and budget."""
+
+    max_concurrent: int = Field(default=3, ge=1, le=16)
+    """Subagents of one session running at once; the others wait for a slot."""
+    max_iterations: int = Field(default=50, ge=1)
+    """Model calls each subagent may make (when unset, a set
+    `model.subagent_max_iterations` is used)."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Wall-clock limit of one subagent, from when it starts running."""
+    max_summary_chars: int = Field(default=4000, ge=200, le=50_000)
+    """Longest report of one subagent the main agent gets (head and tail kept)."""
 
 
 class WorkspaceConfig(ConfigModel):
@@ -277,14 +342,6 @@ class SecurityConfig(ConfigModel):
     """Start even when `.env` is readable by the group or others (otherwise exit 78)."""
 
 
-class SttConfig(ConfigModel):
-    """Speech-to-text for inbound voice notes and audio files (OpenAI-compatible
-    `/audio/transcriptions` of `providers.<provider>`)."""
-
-    provider: str = "main"
-    model: str = "whisper-1"
-
-
 class HermesConfig(ConfigModel):
     """The whole `config.yaml`."""
 
@@ -296,6 +353,7 @@ class HermesConfig(ConfigModel):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    delegation: DelegationConfig = Field(default_factory=DelegationConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = Field(default_factory=PlatformsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
@@ -303,6 +361,7 @@ class HermesConfig(ConfigModel):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     stt: SttConfig = Field(default_factory=SttConfig)
+    tts: TtsConfig = Field(default_factory=TtsConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     storage: StorageConfig = Field(default_factory=StorageConfig)
 
@@ -347,6 +406,7 @@ class HermesConfig(ConfigModel):
         out += [t.get_secret_value() for t in (self.gateway.health.token, self.dashboard.token)
                 if t is not None and t.get_secret_value()]
         out += [v for s in self.mcp_servers.values() for v in s.secret_values()]
+        out += self.memory.secret_values()
         dsn = self.storage.dsn_value()
         if dsn:
             out.append(dsn)
@@ -389,5 +449,6 @@ class HermesConfig(ConfigModel):
                                    "of the tool names mcp__<server>__<tool>"))
         if self.storage.backend == "postgres" and not self.storage.dsn_value():
             out.append(Problem("storage.dsn", "required when storage.backend is postgres"))
+        out += self.memory.problems()
         out += self.platforms.problems("platforms")
         return out

@@ -344,6 +344,24 @@ class DeliveryService:
             return f"⚠️ Attachment not sent: {Path(att.path).name}"
         return await asyncio.to_thread(self._files.load, att, target.adapter, target.chat_id)
 
+    def takes_files(self, adapter: str) -> bool:
+        """The adapter is here and its chats take files."""
+        found = self._adapters.get(adapter)
+        return found is not None and found.capabilities.media
+
+    async def send_voice(self, target: ReplyTarget, data: bytes, name: str) -> SendResult:
+        """Send `data` (OGG/Opus) as a voice note, where the platform has them, else as the
+        file `name`: the spoken version of a reply already delivered, on the chat's budget.
+        Not recorded in the outbox (an extra, not the reply). Never raises."""
+        adapter = self._adapters.get(target.adapter)
+        if adapter is None or not adapter.capabilities.media:
+            return SendResult.failure(ErrorKind.UNKNOWN, "this chat takes no files")
+        res = await self._send_attachment(
+            adapter, target, OutboundAttachment(path=name, as_voice=True, data=data))
+        if res.ok:
+            self._on_outbound(target.adapter)
+        return res
+
     async def _send_attachment(self, adapter: BasePlatformAdapter, target: ReplyTarget,
                                att: OutboundAttachment) -> SendResult:
         """One attachment on the chat's budget. Never raises: a budget deferral reads as a

@@ -135,7 +135,8 @@ class StreamConsumer:
     def _preview_text(self) -> str:
         body = self.text
         if self._status:
-            body = f"{body}\n\n_{self._status}_" if body else f"_{self._status}_"
+            # the preview is sent as plain text: markdown markers would show as they are
+            body = f"{body}\n\n{self._status}" if body else self._status
         return self._preview(body + CURSOR)
 
     async def _flush_loop(self) -> None:

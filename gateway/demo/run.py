@@ -3,9 +3,10 @@
 Starts the real `GatewayRunner` with the `api` adapter on 127.0.0.1 and the offline stand-in
 model, then talks to it through the real `openai` SDK over HTTP: a streamed reply, a tool call,
 a local page read with `web_extract` (a news site on 127.0.0.1, allow-listed), slash commands,
-a tool of a local MCP server (`gateway.demo.mcp_server`, started over stdio) and a compression
-that rotates the session into a child. Prints the transcript and the session lineage read back
-from state.db.
+a tool of a local MCP server (`gateway.demo.mcp_server`, started over stdio), a compression
+that rotates the session into a child, and a skill the agent saves (`skill_manage`) and, after
+`/new`, loads in the next session (`skill_view`) to answer from it. Prints the transcript, the
+session lineage read back from state.db and the skills on disk with who wrote them.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ SCRIPT = [
     "/compress here 1",
     "/status",
     "What did we talk about so far?",
+    "Release version 1.2 of the app and save the steps as a skill.",
+    "/new",
+    "How do I release version 1.3?",
 ]
 
 
@@ -168,10 +172,12 @@ async def _show_state(store: HistoryReader, home: Path, console: Console) -> Non
         table.add_row(s.id, s.title or "", s.parent_session_id or "—", s.end_reason or "live",
                       str(s.message_count))
     console.print(table)
+    rotated = next((s for s in sessions if s.parent_session_id), None)
+    if rotated is not None:  # the compression child and its parent
+        chain = [rotated.id] + [a.id for a in await store.ancestors(rotated.id)]
+        console.print("Lineage (newest first): " + " ← ".join(chain))
     live = next((s for s in sessions if s.ended_at is None), None)
     if live is not None:
-        chain = [live.id] + [a.id for a in await store.ancestors(live.id)]
-        console.print("Lineage (newest first): " + " ← ".join(chain))
         body = Text()
         for m in await store.load_history(live.id):
             body.append(f"{m['role']:>9} ", style="bold")
@@ -188,6 +194,18 @@ async def _show_state(store: HistoryReader, home: Path, console: Console) -> Non
     note = home / "workspace" / "notes.txt"
     if note.exists():
         console.print(f"The tool wrote {note}: {note.read_text().strip()!r}")
+    _show_skills(home, console)
+
+
+def _show_skills(home: Path, console: Console) -> None:
+    """The skills on disk, and who wrote each (the audit log beside them)."""
+    from agent_core.skills import SkillStore
+
+    store = SkillStore(home / "skills")
+    for entry in store.scan():
+        writes = ", ".join(f"{h['action']} by {h['principal']}" for h in store.history(entry.name))
+        console.print(f"Skill on disk: {entry.qualified} ({writes or 'not written here'})",
+                      markup=False, emoji=False, highlight=False)
 
 
 def run_demo(keep: bool = False) -> int:

@@ -5,19 +5,25 @@ It is not a language model. It answers by simple rules so that the demo exercise
 network: a request mentioning a note gets a `write_file` tool call, one with a URL a
 `web_extract` call (and then the page's headlines), one asking for the news calls the
 demo MCP server's `mcp__news__headlines` and then sorts what came back into topics,
-a summarization request gets a structured summary, anything else gets a short streamed
-reply that says what it is.
+a summarization request gets a structured summary. Asked to release a version and save the
+steps as a skill, it writes the changelog (`write_file`), saves the skill `release-app`
+(`skill_manage`) and says so; asked later, in a new session, how to release, it loads that
+skill (`skill_view`) and answers from it. A background self-review request gets "Nothing to
+save.". Anything else gets a short streamed reply that says what it is.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
 from typing import Any
 
 from aiohttp import web
+
+from agent_core.skills.review import REVIEW_HEADING
 
 __all__ = ["StandInModel", "MODEL_NAME"]
 
@@ -82,6 +88,40 @@ def _summary(messages: list[dict[str, Any]]) -> str:
     )
 
 
+SKILL_NAME = "release-app"
+SKILL = f"""---
+name: {SKILL_NAME}
+description: Release a new version of the app (changelog, tag, announcement).
+---
+# Release a version
+1. Add a `## <version>` section to CHANGELOG.md listing the changes.
+2. Tag the commit `v<version>` and push the tag.
+3. Announce the release in the team chat, quoting the changelog section.
+"""
+
+
+def _version(text: str, default: str = "1.0") -> str:
+    found = re.search(r"\d+\.\d+(?:\.\d+)?", text)
+    return found.group(0) if found else default
+
+
+def _from_skill(result: str, user: str) -> str:
+    """The answer to a release question, from the steps of the skill `skill_view` loaded."""
+    try:
+        body = str(json.loads(result).get("content", ""))
+    except (ValueError, AttributeError):
+        return f"{LABEL} I could not load the skill: {result[:200]}"
+    version = _version(user)
+    steps = [ln.replace("<version>", version) for ln in body.splitlines()
+             if re.match(r"\d+\. ", ln)]
+    return (f"{LABEL} I loaded the skill `{SKILL_NAME}` with skill_view and followed it "
+            f"for {version}:\n" + "\n".join(steps))
+
+
+def _offered(tools: list[dict[str, Any]], name: str) -> bool:
+    return any(t.get("function", {}).get("name") == name for t in tools)
+
+
 NEWS_TOOL = "mcp__news__headlines"
 _TOPICS = (("council", "local"), ("revenue", "business"), ("chip", "business"),
            ("research", "science"), ("reef", "science"))
@@ -124,13 +164,47 @@ def _headlines(result: str) -> str:
     return f"{LABEL} I could not read that page: {result[:200]}"
 
 
+def _skill_step(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                last: dict[str, Any]) -> dict[str, Any] | None:
+    """The skill part of the script (None: not a skill request)."""
+    user = _text(_last(messages, "user"))
+    asked = user.lower()
+    if last.get("role") == "tool":
+        called = _called(messages)
+        if called == "write_file" and "skill" in asked and _offered(tools, "skill_manage"):
+            return {"tool": ("skill_manage", {"action": "create", "name": SKILL_NAME,
+                                              "category": "devops", "content": SKILL})}
+        if called == "skill_manage":
+            return {"text": f"{LABEL} Released {_version(user)}: CHANGELOG.md has its "
+                            f"section, and I saved the steps as the skill `{SKILL_NAME}` "
+                            "for next time."}
+        if called == "skill_view":
+            return {"text": _from_skill(_text(last), user)}
+        return None
+    if "release" not in asked:
+        return None
+    if "skill" in asked and _offered(tools, "write_file"):
+        version = _version(user)
+        return {"tool": ("write_file", {"path": "CHANGELOG.md",
+                                        "content": f"## {version}\n- First release.\n"})}
+    system = _text(messages[0]) if messages else ""
+    if f"{SKILL_NAME}:" in system and _offered(tools, "skill_view"):
+        return {"tool": ("skill_view", {"name": SKILL_NAME})}
+    return None
+
+
 def reply_for(body: dict[str, Any]) -> dict[str, Any]:
     """Decide the answer: {"text": str} or {"tool": (name, arguments)}."""
     messages = body.get("messages") or []
     tools = body.get("tools") or []
     last = messages[-1] if messages else {}
+    if messages and _text(messages[0]).startswith(REVIEW_HEADING):
+        return {"text": "Nothing to save."}
     if not tools and any("summar" in _text(m).lower() for m in messages[:2] + [last]):
         return {"text": _summary(messages)}
+    skill = _skill_step(messages, tools, last)
+    if skill is not None:
+        return skill
     if last.get("role") == "tool" and _called(messages) == NEWS_TOOL:
         return {"text": _classified(_text(last))}
     if last.get("role") == "tool":

@@ -7,7 +7,6 @@ is safe to show to the user and the model."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -16,7 +15,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MAX_PAGES", "DocumentError", "Extracted", "cap", "extract", "extract_isolated"]
+__all__ = ["MAX_PAGES", "DocumentError", "Extracted", "cap", "child_env", "extract"]
 
 MAX_PAGES = 300
 MAX_TEXT_BYTES = 8_000_000
@@ -51,45 +50,10 @@ def extract(path: Path, sniffed: str) -> Extracted | None:
     return None
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     """The child's environment: enough to start Python, none of the gateway's secrets."""
     return {k: v for k, v in os.environ.items()
             if k in ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV")}
-
-
-async def extract_isolated(path: Path, sniffed: str, *, timeout_s: float) -> Extracted | None:
-    """`extract` for a PDF or DOCX in a child process with memory and CPU limits
-    (`_child_main`, this file run as a script), killed after `timeout_s`; text files are read here, in a
-    thread. Raises `DocumentError`."""
-    if sniffed not in ("pdf", "zip"):
-        return await asyncio.to_thread(extract, path, sniffed)
-    # Run as a script, not `-m`: the child imports this file and pypdf/python-docx only,
-    # never the gateway package (its start is then a fraction of the import time).
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-P", __file__, sniffed, str(path),
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, env=_child_env())
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise DocumentError("reading it took too long") from None
-    except asyncio.CancelledError:
-        proc.kill()
-        raise
-    try:
-        got = json.loads(out)
-    except ValueError:
-        raise DocumentError("the reader crashed on it (damaged or hostile file?)") from None
-    if not isinstance(got, dict):
-        raise DocumentError("the reader crashed on it (damaged or hostile file?)")
-    if "error" in got:
-        raise DocumentError(str(got["error"]))
-    if got.get("none"):
-        return None
-    return Extracted(str(got["kind"]), str(got["text"]), pages=got.get("pages"),
-                     pages_read=got.get("pages_read"))
 
 
 def _pdf(path: Path) -> Extracted:
@@ -155,29 +119,71 @@ CHILD_MEMORY_BYTES = 1024 * 1024 * 1024
 CHILD_CPU_SECONDS = 60
 
 
-def _child_main(argv: list[str]) -> int:
-    """The child process that reads one untrusted PDF or DOCX: it limits its own memory and
-    CPU time before parsing, prints one JSON object on stdout and exits: `{"text", "kind",
-    "pages", "pages_read"}`, `{"error": reason}` or `{"none": true}` (no document we read).
-    A parser that loops, explodes or crashes takes this process down, never the gateway."""
-    import resource
-
-    sniffed, path = argv[1], argv[2]
-    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CPU, (CHILD_CPU_SECONDS, CHILD_CPU_SECONDS))
+def _extract_one(sniffed: str, path: str) -> dict[str, object]:
+    """What the child reports for one file: `{"text", "kind", "pages", "pages_read"}`,
+    `{"error": reason}` or `{"none": true}` (no document we read)."""
     try:
         got = extract(Path(path), sniffed)
     except DocumentError as exc:
-        out: dict[str, object] = {"error": str(exc)}
+        return {"error": str(exc)}
     except MemoryError:
-        out = {"error": "the document is too large to read"}
-    else:
-        out = ({"none": True} if got is None else
-               {"text": got.text, "kind": got.kind, "pages": got.pages,
-                "pages_read": got.pages_read})
-    sys.stdout.write(json.dumps(out))
+        return {"error": "the document is too large to read"}
+    if got is None:
+        return {"none": True}
+    return {"text": got.text, "kind": got.kind, "pages": got.pages, "pages_read": got.pages_read}
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _serve() -> int:
+    """The reader process (`documents.py --serve`, started by `gateway.media.isolation`):
+    it imports the parsers once, then for each request line on stdin (`{"kind", "path"}`)
+    forks a child that limits its own memory and CPU time, parses that one untrusted file
+    and writes its report (`_extract_one`) into a pipe. On stdout, per request, three lines:
+    `{"pid": N}`, the child's report (whatever it wrote before it ended: empty or cut when
+    it crashed or was killed), `{"done": exit code}`. The reader itself never parses a
+    file; a parser that loops, explodes or crashes takes one child down, never the reader
+    or the gateway. Ends at the end of stdin."""
+    import resource
+
+    for module in ("pypdf", "pypdf._crypt_providers", "docx"):
+        try:
+            __import__(module)  # paid once here, not for every document
+        except ImportError:
+            pass
+    for raw in sys.stdin.buffer:
+        try:
+            req = json.loads(raw)
+            sniffed, path = str(req["kind"]), str(req["path"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: one file, with limits, then gone
+            try:
+                os.close(r)
+                os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+                resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
+                resource.setrlimit(resource.RLIMIT_CPU, (CHILD_CPU_SECONDS, CHILD_CPU_SECONDS))
+                _write_all(w, json.dumps(_extract_one(sniffed, path)).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        _write_all(1, json.dumps({"pid": pid}).encode() + b"\n")
+        chunks = []
+        with os.fdopen(r, "rb") as report:
+            while chunk := report.read(1 << 16):
+                chunks.append(chunk)
+        _, status = os.waitpid(pid, 0)
+        body = b"".join(chunks).replace(b"\n", b" ")
+        _write_all(1, body + b"\n" + json.dumps(
+            {"done": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(_child_main(sys.argv))
+    raise SystemExit(_serve())

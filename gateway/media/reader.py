@@ -3,11 +3,14 @@
 Each attachment is classified by its bytes (`sniff`), never by its name or the platform's
 MIME type. Images go to a vision-capable main model as `image_url` parts of this turn's user
 message (resized and re-encoded by `agent_core.web.images`); the stored message keeps only a
-text stand-in, so later turns and compression never resend the image. Without a vision main
-model the auxiliary vision model describes the image and the description, marked as such, is
-the stand-in. Every other file keeps the `[attachment: …]` line with its per-chat cache path.
-Must not raise for a bad file: what could not be understood is said in the message and, in
-one line, to the user.
+text stand-in (and, under `_images`, where each image is cached, so a turn re-run after a
+restart sends them again: `parts_for`), so later turns and compression never resend the
+image. After the turn `describe_for_history` replaces each stand-in with the vision model's
+description. Without a vision main model the auxiliary vision model describes the image
+before the turn and the description, marked as such, is the stand-in. Every other file keeps
+the `[attachment: …]` line with its per-chat cache path; a file the adapter did not download
+(`MessageEvent.skipped`) is a line with the reason. Must not raise for a bad file: what could
+not be understood is said in the message and, in one line, to the user.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ import structlog
 from agent_core.compression.types import Summarizer, SummarizerError
 from agent_core.web.images import ImageError, Prepared, data_url, prepare_image
 from gateway.events import Attachment, MessageEvent, Principal
-from gateway.media.documents import DocumentError, Extracted, cap, extract_isolated
+from gateway.media.audio import duration_text
+from gateway.media.documents import DocumentError, Extracted, cap
+from gateway.media.isolation import IsolatedExtractor
 from gateway.media.voice import Transcriber, TranscriptionError, audio_suffix
 
 __all__ = ["MediaReader", "MediaSettings", "Sniffed", "Understood", "sniff"]
@@ -71,6 +76,8 @@ class MediaSettings:
     #: to the sender's workspace.
     document_max_chars: int = 20_000
     document_timeout_s: float = 60.0
+    #: With a vision main model: describe each image after its turn for the history.
+    describe_for_history: bool = True
 
 
 @dataclass
@@ -80,6 +87,9 @@ class Understood:
     message: dict[str, Any]
     parts: list[dict[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    #: The user spoke: a voice note or an audio file came with the turn (transcribed or
+    #: not). A voice reply may follow (`tts.reply_to_voice`).
+    spoke: bool = False
 
 
 def _read_head(path: str, n: int = 4096) -> bytes:
@@ -91,6 +101,20 @@ def _label(att: Attachment) -> str:
     return att.name or Path(att.path).name
 
 
+def _shown_line(number: int, name: str, image: Prepared) -> str:
+    return (f"[image {number} ({name}, {image.mime}, {image.width}x{image.height}) is "
+            "attached to this message; in later turns only this line (or the image's "
+            "description) remains — vision_analyze can look at it again]")
+
+
+def _shown(message: dict[str, Any]) -> list[dict[str, Any]]:
+    entries = message.get("_images")
+    if not isinstance(entries, list):
+        return []
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("path"), str)
+            and isinstance(e.get("line"), str)]
+
+
 def attachment_line(att: Attachment) -> str:
     return f"[attachment: {att.kind} {att.name or ''} at {att.path}]".replace("  ", " ")
 
@@ -100,24 +124,36 @@ class MediaReader:
                  describer: Summarizer | None = None,
                  workspace: Callable[[Principal], Path] | None = None,
                  transcriber: Transcriber | None = None,
-                 stt_off: str = "no speech-to-text provider is configured (stt.provider)") -> None:
+                 stt_off: str = "no speech-to-text provider is configured (stt.provider)",
+                 documents: IsolatedExtractor | None = None) -> None:
         self._s = settings
         self._describer = describer
         self._workspace = workspace
         self._transcriber = transcriber
         self._stt_off = stt_off
+        self._documents = documents or IsolatedExtractor()
 
     def with_workspace(self, workspace: Callable[[Principal], Path]) -> MediaReader:
-        """The same reader, saving long documents to `workspace(sender)`."""
+        """The same reader (the same document reader process), saving long documents to
+        `workspace(sender)`."""
         return MediaReader(self._s, describer=self._describer, workspace=workspace,
-                           transcriber=self._transcriber, stt_off=self._stt_off)
+                           transcriber=self._transcriber, stt_off=self._stt_off,
+                           documents=self._documents)
+
+    async def aclose(self) -> None:
+        """Stop the document reader process. Must not raise."""
+        await self._documents.aclose()
 
     async def read(self, events: Sequence[MessageEvent]) -> Understood:
         texts: list[str] = []
         out = Understood(message={})
         images = 0
+        shown: list[dict[str, Any]] = []
         for ev in events:
             lines = [ev.text] if ev.text else []
+            for skipped in ev.skipped:
+                lines.append(f"[attachment {skipped.name} not downloaded: {skipped.reason}]")
+                out.notices.append(f"⚠️ {skipped.name} was not downloaded: {skipped.reason}.")
             for att in ev.attachments:
                 try:
                     kind = sniff(await asyncio.to_thread(_read_head, att.path))
@@ -127,7 +163,7 @@ class MediaReader:
                     continue
                 if kind == "image":
                     images += 1
-                    lines.extend(await self._image(att, images, out))
+                    lines.extend(await self._image(att, images, out, shown))
                 elif att.kind == "video":
                     lines.append(attachment_line(att))  # videos are not understood (yet)
                 elif kind == "audio" or (kind == "other" and att.kind in ("voice", "audio")):
@@ -139,12 +175,15 @@ class MediaReader:
             texts.append("\n".join(lines))
         msg: dict[str, Any] = {"role": "user", "content": "\n".join(t for t in texts if t)}
         msg["_event_ids"] = [f"{e.platform}:{e.event_id}" for e in events]
+        if shown:
+            msg["_images"] = shown
         if events[-1].message_id:
             msg["_platform_message_id"] = events[-1].message_id
         out.message = msg
         return out
 
-    async def _image(self, att: Attachment, number: int, out: Understood) -> list[str]:
+    async def _image(self, att: Attachment, number: int, out: Understood,
+                     shown: list[dict[str, Any]]) -> list[str]:
         name = _label(att)
         lines = [attachment_line(att)]
         if number > self._s.max_images:
@@ -167,9 +206,9 @@ class MediaReader:
         part = {"type": "image_url", "image_url": {"url": data_url(image)}}
         if self._s.vision:
             out.parts.append(part)
-            lines.append(f"[image {number} ({name}, {image.mime}, {image.width}x{image.height}) "
-                         "is attached to this message; in later turns only this line remains — "
-                         "vision_analyze can look at it again]")
+            line = _shown_line(number, name, image)
+            lines.append(line)
+            shown.append({"path": att.path, "name": name, "number": number, "line": line})
             log.info("media_image_attached", mime=image.mime, reencoded=image.reencoded)
             return lines
         described = await self._describe(name, number, image, part)
@@ -184,6 +223,14 @@ class MediaReader:
 
     async def _describe(self, name: str, number: int, image: Prepared,
                         part: dict[str, Any]) -> str | None:
+        text = await self._ask_vision(part)
+        if text is None:
+            return None
+        log.info("media_image_described", mime=image.mime)
+        return (f"[image {number} ({name}), described by the vision model because you cannot "
+                f"see images:]\n{text}\n[end of image {number} description]")
+
+    async def _ask_vision(self, part: dict[str, Any]) -> str | None:
         assert self._describer is not None
         messages = [{"role": "user", "content": [{"type": "text", "text": _DESCRIBE}, part]}]
         try:
@@ -192,9 +239,58 @@ class MediaReader:
         except SummarizerError as exc:
             log.warning("media_image_description_failed", kind=exc.kind)
             return None
-        log.info("media_image_described", mime=image.mime)
-        return (f"[image {number} ({name}), described by the vision model because you cannot "
-                f"see images:]\n{text.strip()}\n[end of image {number} description]")
+        return text.strip() or None
+
+    # -- images in the history ----------------------------------------------------------
+    async def parts_for(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """The image parts of a stored user message whose images were shown to a vision
+        main model (`_images`), read again from the chat cache: a turn re-run after a
+        restart sends them as the first run did. An image no longer cached is left out
+        (its line stays). Empty when the images were already described for the history."""
+        if not self._s.vision or message.get("_images_described"):
+            return []
+        parts = []
+        for entry in _shown(message):
+            try:
+                raw = await asyncio.to_thread(Path(str(entry["path"])).read_bytes)
+                image = await asyncio.to_thread(prepare_image, raw)
+            except (OSError, ImageError) as exc:
+                log.info("media_image_not_resent", error=type(exc).__name__)
+                continue
+            parts.append({"type": "image_url", "image_url": {"url": data_url(image)}})
+        return parts
+
+    def wants_description(self, message: dict[str, Any]) -> bool:
+        """Whether `describe_for_history` has work for this stored message."""
+        return (self._s.vision and self._s.describe_for_history and self._describer is not None
+                and bool(_shown(message)) and not message.get("_images_described"))
+
+    async def describe_for_history(self, message: dict[str, Any],
+                                   parts: Sequence[dict[str, Any]]) -> str | None:
+        """The message's content with each shown image's line replaced by the vision
+        model's description (`parts`: the turn's image parts, in `_images` order; read
+        again from the cache when missing). None when no image could be described: the
+        lines stay as they are (they say `vision_analyze` can look again). Must not raise."""
+        if not self.wants_description(message):
+            return None
+        content = str(message.get("content") or "")
+        given = list(parts) if len(parts) == len(_shown(message)) else None
+        if given is None:
+            given = await self.parts_for({**message, "_images_described": False})
+            if len(given) != len(_shown(message)):
+                return None
+        described = 0
+        for entry, part in zip(_shown(message), given, strict=True):
+            line, number, name = str(entry["line"]), entry["number"], entry["name"]
+            text = await self._ask_vision(part)
+            if text is None or line not in content:
+                continue
+            content = content.replace(line, (
+                f"[image {number} ({name}) was shown to you in this turn; the vision model's "
+                f"description of it:]\n{text}\n[end of image {number} description]"), 1)
+            described += 1
+        log.info("media_images_described_for_history", images=len(given), described=described)
+        return content if described else None
 
     async def _document(self, ev: MessageEvent, att: Attachment, kind: Sniffed,
                         out: Understood) -> list[str]:
@@ -204,7 +300,7 @@ class MediaReader:
             if kind == "ole":
                 raise DocumentError("the document is password-protected, or an old binary "
                                     "Office format that is not read")
-            got = await extract_isolated(Path(att.path), kind,
+            got = await self._documents.extract(Path(att.path), kind,
                                          timeout_s=self._s.document_timeout_s)
         except (DocumentError, OSError) as exc:
             why = str(exc) if isinstance(exc, DocumentError) else "the file could not be read"
@@ -251,6 +347,7 @@ class MediaReader:
         name = _label(att)
         what = "voice message" if att.kind == "voice" else "audio file"
         lines = [attachment_line(att)]
+        out.spoke = True
         try:
             if self._transcriber is None:
                 raise TranscriptionError(self._stt_off)
@@ -259,11 +356,13 @@ class MediaReader:
             transcript = await self._transcriber.transcribe(data, filename)
         except (TranscriptionError, OSError) as exc:
             why = exc.reason if isinstance(exc, TranscriptionError) else "it could not be read"
-            log.info("media_transcription_failed", kind=att.kind)
+            log.info("media_transcription_failed", kind=att.kind, reason=why)
             lines.append(f"[{what} {name} could not be transcribed: {why}]")
             out.notices.append(f"⚠️ Your {what} could not be transcribed: {why}.")
             return lines
-        log.info("media_transcribed", kind=att.kind, chars=len(transcript))
-        lines.append(f"[{what} {name}, transcribed by speech-to-text:]\n{transcript}\n"
-                     f"[end of transcript]")
+        log.info("media_transcribed", kind=att.kind, chars=len(transcript.text),
+                 seconds=transcript.seconds, converted_to=transcript.converted_to)
+        length = f" ({duration_text(transcript.seconds)})" if transcript.seconds else ""
+        lines.append(f"[{what} {name}{length}, transcribed by speech-to-text:]\n"
+                     f"{transcript.text}\n[end of transcript]")
         return lines

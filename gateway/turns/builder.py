@@ -105,12 +105,20 @@ class AgentBuilder:
         """execute_code's sandbox and terminal's approvals, for `/tools`."""
         return self._agents.acting.describe()
 
+    @staticmethod
+    def principal_of(session: Session, target: ReplyTarget) -> Principal:
+        """Whom a turn of `session` answering `target` acts for: the target's user (the
+        session's owner when the target names none)."""
+        user = target.user_id if target.user_id is not None else session.user_id or ""
+        return Principal(target.adapter, user)
+
     async def build(self, session: Session, target: ReplyTarget, *,
                     quiet: bool = False) -> Agent:
         """The agent of a turn answering `target.user_id` (the session's owner when the
         target names no user): its tools act for that user, its search sees what that user
-        may see from the target's chat. `quiet`: no `send_message` port (a turn whose
-        output nobody sees)."""
+        may see from the target's chat, its memory provider (if any) recalls that user's
+        memories. `quiet`: no `send_message` port and no memory provider (a turn whose output
+        nobody sees)."""
         extra = self._extras.get(session.id)
         if extra is None:
             extra = self._extras[session.id] = {}
@@ -118,8 +126,8 @@ class AgentBuilder:
                 self._extras.popitem(last=False)
         else:
             self._extras.move_to_end(session.id)
-        user = target.user_id if target.user_id is not None else session.user_id or ""
-        principal = Principal(target.adapter, user)
+        principal = self.principal_of(session, target)
+        user = principal.user_id
         scope = SessionScope.of(target.adapter, target.chat_type, target.chat_id, user)
         ports = AgentPorts(search=_SearchPort(self._index, scope),
                            send_message=None if quiet else _SendPort(self._delivery, target))
@@ -132,10 +140,12 @@ class AgentBuilder:
         prompt = session.system_prompt or await self._agents.system_prompt(
             audience=audience_of(session), platform=session.source or None,
             chat_id=session.chat_id)
+        memory = self._agents.memory
         return self._agents.build(
             prompt, session_id=session.id, ports=ports, principal=principal, extra=extra,
             attachments_dir=self._agents.spaces.chat_cache(target.adapter, target.chat_id),
-            tools=tools)
+            tools=tools,
+            memory=memory.for_turn(session, principal) if memory and not quiet else None)
 
     async def _ensure_workspace(self, principal: Principal) -> None:
         """Create the user's workspace folder the first time this process needs it."""

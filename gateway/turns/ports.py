@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+from agent_core.tools.toolsets import ToolSelection
+from gateway.events import Principal
 from storage.ports import (
     HeldEvents,
     LiveTranscript,
@@ -13,9 +16,12 @@ from storage.ports import (
     SessionWriter,
     UsageLedger,
 )
-from storage.types import GuardState
+from storage.types import GuardState, Session
 
-__all__ = ["CompressionHook", "SessionStore", "TurnLayerStore", "TurnStore"]
+__all__ = ["CompressionHook", "FinishedTurn", "ReviewHook", "SessionStore", "TurnLayerStore",
+           "TurnStore"]
+
+Message = dict[str, Any]
 
 
 class SessionStore(SessionReader, SessionWriter, MessageLog, Protocol):
@@ -46,3 +52,49 @@ class CompressionHook(Protocol):
         """Compress now (forced); returns the session id to continue in, or None."""
         ...
 
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedTurn:
+    """A turn that ended with its reply delivered, as the background review sees it:
+    `earlier` is the history before the turn's user message, `turn` that message and what
+    the turn added; `tools` what the session is offered."""
+
+    key: str
+    session: Session
+    principal: Principal
+    earlier: list[Message]
+    turn: list[Message]
+    tools: ToolSelection
+
+    def _calls(self) -> list[str]:
+        return [str((c.get("function") or {}).get("name", "")) for m in self.turn
+                if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self._calls())
+
+    @property
+    def model_calls(self) -> int:
+        """One assistant message per model call of the turn loop."""
+        return sum(1 for m in self.turn if m.get("role") == "assistant")
+
+    @property
+    def managed_skills(self) -> bool:
+        """The turn itself called `skill_manage`."""
+        return "skill_manage" in self._calls()
+
+
+class ReviewHook(Protocol):
+    """What turns need from the background self-review (gateway.review). Neither method
+    waits for a review or raises."""
+
+    def turn_began(self, key: str) -> None:
+        """A turn of session `key` starts: a review of its earlier turns not yet running is
+        skipped (the session is busy)."""
+        ...
+
+    def after_turn(self, turn: FinishedTurn) -> None:
+        """The turn's reply is delivered: count it, and queue a review when it is due."""
+        ...

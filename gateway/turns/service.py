@@ -2,15 +2,16 @@
 
 It implements the session manager's `TurnHandler`. Its collaborators each do one job and are
 passed in: `SessionResolver` (which session, the reset policy), `AgentBuilder` (the turn's
-agent and ports), `SteerDesk` (busy mode `steer`), `UsageRecorder` (token counters) and the
-optional `CompressionHook`; `build_turns` wires them from the gateway's parts.
+agent and ports), `SteerDesk` (busy mode `steer`), `UsageRecorder` (token counters), the
+optional `CompressionHook` and the optional `ReviewHook` (background self-review, told after
+the reply is delivered); `build_turns` wires them from the gateway's parts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ import structlog
 from agent_core import events as ae
 from agent_core.agent import Agent
 from agent_core.interrupt import InterruptSignal
+from agent_core.memory import TurnMemory
 from gateway.agents import AgentFactory
 from gateway.approvals import ApprovalDesk
 from gateway.delivery.service import DeliveryService, PreparedFinal, ReplyTarget
@@ -26,11 +28,18 @@ from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
 from gateway.logging import bind_context
 from gateway.media import MediaReader
+from gateway.media.replies import VoiceReplies
 from gateway.metrics import GatewayMetrics
 from gateway.sessions.inbox import event_keys
 from gateway.sessions.worker import MERGE_REASON
 from gateway.turns.builder import AgentBuilder
-from gateway.turns.ports import CompressionHook, TurnLayerStore, TurnStore
+from gateway.turns.ports import (
+    CompressionHook,
+    FinishedTurn,
+    ReviewHook,
+    TurnLayerStore,
+    TurnStore,
+)
 from gateway.turns.sessions import ResetPolicy, SessionResolver
 from gateway.turns.steering import SteerDesk, Steering
 from gateway.turns.transcript import TurnTranscript
@@ -55,6 +64,9 @@ Terminal = ae.Final | ae.Interrupted | ae.Error | ae.CompressionNeeded
 class TurnSettings:
     tool_progress: Callable[[str], ToolProgress] = lambda _p: "new"
     compression_wait_s: float = 10.0
+    #: A turn waits this long for the previous turn's images to be described for the
+    #: history (`MediaReader.describe_for_history`) before it reads the history.
+    description_wait_s: float = 30.0
 
 
 class TurnService:
@@ -73,9 +85,13 @@ class TurnService:
         settings: TurnSettings = TurnSettings(),
         metrics: GatewayMetrics | None = None,
         media: MediaReader | None = None,
+        voice: VoiceReplies | None = None,
+        reviews: ReviewHook | None = None,
     ) -> None:
         self._store = store
+        self._reviews = reviews
         self._media = media or MediaReader()
+        self._voice = voice
         self._delivery = delivery
         self.sessions = sessions
         self._agents = agents
@@ -85,6 +101,17 @@ class TurnService:
         self._s = settings
         self._metrics = metrics
         self._background: set[asyncio.Task[Any]] = set()
+        #: Session key → the task describing its last turn's images for the history.
+        self._describing: dict[str, asyncio.Task[None]] = {}
+
+    async def aclose(self) -> None:
+        """Cancel the image descriptions still running (their messages keep their image
+        lines) and stop the media reader's document process. Must not raise."""
+        tasks = list(self._describing.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._media.aclose()
 
     @property
     def builder(self) -> AgentBuilder:
@@ -114,9 +141,12 @@ class TurnService:
         target = ReplyTarget.of(last)
         ok, error = True, None
         leftover: list[MessageEvent] = []
+        finished: list[FinishedTurn] = []  # filled when the turn ended with its reply out
+        if self._reviews is not None:
+            self._reviews.turn_began(key)
         with bind_context(platform=last.platform, session_key=key):
             try:
-                leftover = await self._turn(key, events, target, interrupt)
+                leftover = await self._turn(key, events, target, interrupt, finished)
             except Exception as exc:
                 ok, error = False, type(exc).__name__
                 log.exception("turn_crashed", session_key=key)
@@ -134,6 +164,10 @@ class TurnService:
             finally:
                 for ev in events:
                     await self._delivery.turn_complete(ReplyTarget.of(ev), ok=ok, error=error)
+                if self._reviews is not None and finished:
+                    # Everything of the turn is done and answered: the review only queues
+                    # here and runs on its own pool, never ahead of the reply.
+                    self._reviews.after_turn(finished[0])
         return leftover
 
     async def _release_crashed(self, key: str, events: list[MessageEvent]) -> None:
@@ -153,7 +187,8 @@ class TurnService:
 
     # -- the turn ------------------------------------------------------------------------------
     async def _turn(self, key: str, events: list[MessageEvent], target: ReplyTarget,
-                    interrupt: InterruptSignal) -> list[MessageEvent]:
+                    interrupt: InterruptSignal,
+                    finished: list[FinishedTurn]) -> list[MessageEvent]:
         last = events[-1]
         session, notice = await self.sessions.resolve(key, last)
         if notice:
@@ -167,27 +202,81 @@ class TurnService:
         # of its batch (a burst, or what queued behind an interrupt) are stored now.
         fresh = [ev for ev in events if not _is_rerun(ev)]
         sid = session.id
-        images: list[dict[str, Any]] = []
+        images: dict[int, list[dict[str, Any]]] = {}  # message id -> this turn's image parts
+        spoke = False
         if fresh:  # stored, and the events' durable hold let go, in one transaction
             understood = await self._media.read(fresh)
             for note in understood.notices:
                 await self._delivery.notify(target, note)
-            images = understood.parts
-            sid, _ = await self._store.append_live(sid, [understood.message],
-                                                   release=event_keys(fresh))
+            spoke = understood.spoke
+            sid, ids = await self._store.append_live(sid, [understood.message],
+                                                     release=event_keys(fresh))
+            if understood.parts and ids:
+                images[ids[-1]] = understood.parts
+        await self._described(key)
         session, history = await self._store.live_history(sid)
-        if images and history and history[-1].get("role") == "user":
-            # This turn only: the stored message keeps the text stand-in of each image.
-            text = history[-1].get("content") or ""
-            history[-1] = {**history[-1], "content": [{"type": "text", "text": str(text)},
-                                                      *images]}
+        known = {m.get("_id") for m in history}
+        if history and history[-1].get("role") == "user" and any(
+                i not in known for i in images):
+            # A compression rotated the session in between: the message has a new id.
+            images = {int(history[-1]["_id"]): next(iter(images.values()))}
+        for ev in events:  # a turn re-run after a restart sends its images again
+            rerun_id = _rerun_id(ev)
+            stored = next((m for m in history if m.get("_id") == rerun_id), None)
+            if stored is not None and rerun_id is not None:
+                images[rerun_id] = await self._media.parts_for(stored)
+        describe = [(m, images[m["_id"]]) for m in history
+                    if m.get("_id") in images and self._media.wants_description(m)]
+        # This turn only: the stored messages keep the text stand-in of each image.
+        history = [_with_images(m, images.get(int(m.get("_id") or 0))) for m in history]
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
-            return await self._run_agent(session, history, target, interrupt, key=key)
+            return await self._run_agent(session, history, target, interrupt, key=key,
+                                         finished=finished, spoke=spoke, describe=describe)
+
+    async def _described(self, key: str) -> None:
+        """Wait (bounded) for the previous turn's images to be described for the history."""
+        task = self._describing.get(key)
+        if task is None or task.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), self._s.description_wait_s)
+        except TimeoutError:
+            log.info("turn_proceeds_undescribed", session_key=key)
+
+    def _describe_later(self, key: str, session_id: str,
+                        describe: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]],
+                        then: Callable[[], Awaitable[None]]) -> None:
+        """After the turn: describe its images for the history, store the descriptions,
+        then `then()` (the compression check, which must see them). In the background, so
+        the reply is not held up; the session's next turn waits for it (bounded)."""
+
+        async def run() -> None:
+            try:
+                for message, parts in describe:
+                    content = await self._media.describe_for_history(message, parts)
+                    if content is not None:
+                        await self._store.revise_message(
+                            int(message["_id"]), content, {"_images_described": True})
+            except Exception as exc:  # noqa: BLE001 - the image lines stay as they are
+                log.warning("history_description_failed", session_id=session_id,
+                            error=type(exc).__name__)
+            await then()
+
+        task = asyncio.create_task(run(), name=f"describe-images:{key}")
+        self._describing[key] = task
+
+        def forget(t: asyncio.Task[None]) -> None:
+            if self._describing.get(key) is t:
+                del self._describing[key]
+
+        task.add_done_callback(forget)
 
     async def _run_agent(self, session: Session, history: list[dict[str, Any]],
                          target: ReplyTarget, interrupt: InterruptSignal,
-                         key: str) -> list[MessageEvent]:
+                         key: str, finished: list[FinishedTurn], spoke: bool = False,
+                         describe: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]] = (),
+                         ) -> list[MessageEvent]:
         await self._delivery.wait_earlier_finals(target)  # answers keep their order
         consumer = self._delivery.begin(target)
         typing = self._delivery.typing_loop(target)
@@ -198,7 +287,10 @@ class TurnService:
         tools_seen: list[str] = []
         started = time.monotonic()
         outcome = "interrupted"  # until a terminal event says otherwise
+        terminal: Terminal | None = None
         user_turn: dict[str, Any] | None = history[-1] if history else None
+        asked = user_turn  # what the memory provider's sync is given (kept across a continue)
+        reply: str | None = None
         prior = history[:-1]
         continued = False
         try:
@@ -222,13 +314,23 @@ class TurnService:
                         continue
                 outcome = ("ok" if isinstance(terminal, ae.Final) else "interrupted"
                            if isinstance(terminal, ae.Interrupted) else "error")
-                await self._finish(session, terminal, shown, consumer, target, final)
+                if isinstance(terminal, ae.Final):
+                    reply = terminal.text
+                await self._finish(session, terminal, shown, consumer, target, final,
+                                   spoke=spoke)
                 break
         except Exception:
             outcome = "error"  # a crash, logged by `run_turn`; not an interrupt
             await self._close_preview(consumer, shown)
             raise
+        except asyncio.CancelledError:
+            describe = ()  # cut off: see below
+            raise
         finally:
+            if interrupt.reason == "shutdown":
+                # The message is answered by a re-run after the restart, which must still
+                # send its images: nothing is described now.
+                describe = ()
             used, leftover = await self._steering.end(key, steering)
             for ev in used:
                 await self._delivery.turn_complete(ReplyTarget.of(ev), ok=True)
@@ -236,20 +338,38 @@ class TurnService:
                 typing.cancel()
             if consumer is not None:
                 await consumer.stop_streaming()
+            if outcome == "ok" and reply is not None and agent.memory is not None:
+                _sync_memory(agent.memory, asked, reply)  # queued; never waits
             # Bookkeeping after the reply: the usage write hands back the guard state the
             # compression check needs (no read of its own, no race with the write).
-            stored = await self._usage.record(session.id, shown.usage,
+            stored = await self._usage.record(session.id, shown.usage, shown.delegated_usage,
                                               started_at=session.started_at)
-            if outcome == "ok" and self._compression is not None:
-                last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
-                await self._compression.after_turn(session.id, last_prompt, stored)
+            compression, sid = self._compression, session.id
+            last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
+
+            async def check_compression() -> None:
+                if outcome == "ok" and compression is not None:
+                    await compression.after_turn(sid, last_prompt, stored)
+
+            if describe:
+                self._describe_later(key, sid, describe, check_compression)
+            else:
+                await check_compression()
+            if outcome == "ok" and self._reviews is not None and isinstance(terminal, ae.Final):
+                finished.append(FinishedTurn(
+                    key=key, session=session,
+                    principal=self._agents.principal_of(session, target),
+                    earlier=prior, turn=[*([user_turn] if user_turn else []),
+                                         *terminal.messages],
+                    tools=self._agents.session_tools(session)))
             took = time.monotonic() - started
             if self._metrics is not None:
                 self._metrics.observe_turn(took, outcome=outcome)
             log.info("turn_finished", session_key=key, session_id=session.id, outcome=outcome,
                      duration_s=round(took, 3), model_calls=len(shown.usage),
                      input_tokens=sum(u.prompt_tokens for u in shown.usage),
-                     output_tokens=sum(u.completion_tokens for u in shown.usage))
+                     output_tokens=sum(u.completion_tokens for u in shown.usage),
+                     subagent_calls=len(shown.delegated_usage))
         return leftover
 
     async def _stream(
@@ -274,6 +394,11 @@ class TurnService:
                 shown.reset_segment()
             elif isinstance(ev, ae.Usage):
                 shown.usage.append(ev)
+            elif isinstance(ev, ae.SubagentUsage):
+                shown.delegated_usage.append(ev.usage)
+            elif isinstance(ev, ae.SubtaskProgress):
+                if consumer is not None and progress != "off":
+                    consumer.on_status(_subtasks_line(ev))
             elif isinstance(ev, ae.TERMINAL_EVENTS):
                 terminal = ev
         return terminal
@@ -319,10 +444,15 @@ class TurnService:
 
     async def _finish(self, session: Session, terminal: Terminal, shown: TurnTranscript,
                       consumer: StreamConsumer | None, target: ReplyTarget,
-                      final: PreparedFinal | None) -> None:
+                      final: PreparedFinal | None, *, spoke: bool = False) -> None:
         if isinstance(terminal, ae.Final):
             if final is not None:  # always recorded by `_store_terminal`
-                await self._delivery.send_final(final, consumer)
+                sent = await self._delivery.send_final(final, consumer)
+                # The user spoke: the reply is said too, after its text (only when that
+                # went out now; a text retried later would come after its voice note).
+                voice = self._voice
+                if sent and voice is not None and voice.wanted(target, spoke=spoke):
+                    await voice.reply(self._delivery, target, final.body)
             return
         if isinstance(terminal, ae.Interrupted):
             await self._close_preview(consumer, shown)
@@ -349,6 +479,8 @@ def build_turns(
     approvals: ApprovalDesk | None = None,
     approval_timeout_s: float = 300.0,
     media: MediaReader | None = None,
+    voice: VoiceReplies | None = None,
+    reviews: ReviewHook | None = None,
     tally: UsageTally | None = None,
 ) -> TurnService:
     """Wire the turn layer from the gateway's parts (`tally`: counts the tokens it stores,
@@ -358,9 +490,11 @@ def build_turns(
     return TurnService(
         store, delivery,
         sessions=SessionResolver(store, builder, policy=reset, format_hint=format_hint,
-                                 clock=clock),
+                                 clock=clock, memory=agents.memory),
         agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics, tally),
         compression=compression, settings=settings, metrics=metrics, media=media,
+        voice=voice,
+        reviews=reviews,
     )
 
 
@@ -376,6 +510,46 @@ def _progress_line(policy: str, seen: list[str], name: str) -> str | None:
     return None if repeat else f"🔧 {name}…"
 
 
+def _subtasks_line(ev: ae.SubtaskProgress) -> str:
+    """The status line of a running `delegate_task`: "3 subtasks running", then how many
+    wait and are done, as they finish."""
+    if ev.running == 0 and ev.waiting == 0:
+        return f"✅ {ev.total} subtask{'s' if ev.total != 1 else ''} done"
+    parts = [f"{ev.running} subtask{'s' if ev.running != 1 else ''} running"]
+    if ev.waiting:
+        parts.append(f"{ev.waiting} waiting")
+    if ev.done:
+        parts.append(f"{ev.done} of {ev.total} done")
+    return "🔀 " + ", ".join(parts)
+
+
+def _sync_memory(memory: TurnMemory, asked: dict[str, Any] | None, reply: str) -> None:
+    """Hand a completed turn (the user's words, the final reply) to the memory provider."""
+    if asked is None or asked.get("role") != "user":
+        return
+    content = asked.get("content")
+    if isinstance(content, list):
+        content = "\n".join(p["text"] for p in content
+                            if isinstance(p, dict) and isinstance(p.get("text"), str))
+    if isinstance(content, str) and content.strip():
+        memory.sync(content, reply)
+
 
 def _is_rerun(event: MessageEvent) -> bool:
-    return isinstance(event.raw, dict) and bool(event.raw.get("recovered_message_id"))
+    return _rerun_id(event) is not None
+
+
+def _rerun_id(event: MessageEvent) -> int | None:
+    """The stored message a turn re-run after a restart answers (None for a live event)."""
+    if isinstance(event.raw, dict) and isinstance(event.raw.get("recovered_message_id"), int):
+        return int(event.raw["recovered_message_id"])
+    return None
+
+
+def _with_images(message: dict[str, Any], parts: list[dict[str, Any]] | None
+                 ) -> dict[str, Any]:
+    """`message` with `parts` added to its text for this request (none: unchanged)."""
+    if not parts:
+        return message
+    text = str(message.get("content") or "")
+    return {**message, "content": [{"type": "text", "text": text}, *parts]}

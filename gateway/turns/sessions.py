@@ -11,6 +11,7 @@ import structlog
 from agent_core import events as ae
 from gateway.delivery.service import ReplyTarget
 from gateway.events import MessageEvent
+from gateway.memory import GatewayMemory
 from gateway.sessions.reset import ResetMode, reset_reason
 from gateway.turns.builder import AgentBuilder
 from gateway.turns.ports import SessionStore
@@ -47,8 +48,10 @@ class SessionResolver:
         policy: ResetPolicy = ResetPolicy(),
         format_hint: Callable[[str], str] = lambda _platform: "",
         clock: Callable[[], float] = time.time,
+        memory: GatewayMemory | None = None,
     ) -> None:
         self._store = store
+        self._memory = memory
         self._agents = agents
         self._policy = policy
         self._format_hint = format_hint
@@ -66,12 +69,19 @@ class SessionResolver:
                 now=self._clock(), idle_minutes=p.idle_minutes, daily_hour=p.daily_hour)
             if why:
                 await self._quiet_memory_turn(session, event)
-                await self._store.end_session(session.id, "session_reset")
+                await self.end(session, "session_reset")
                 notice = f"♻️ Started a new session ({why}). Send /resume to go back."
                 session = None
         if session is None:
             session = await self.new_session(key, event)
         return session, notice
+
+    async def end(self, session: Session, reason: str) -> None:
+        """End `session` (`new_session`, `session_reset`, `branched`, `switched`) and tell
+        the memory provider (queued)."""
+        await self._store.end_session(session.id, reason)
+        if self._memory is not None:
+            self._memory.ended(session, reason)
 
     async def new_session(self, key: str, event: MessageEvent,
                           title: str | None = None) -> Session:

@@ -47,7 +47,7 @@ class SteerDesk:
         """Inject `event`'s text into the running turn of `key`; False when there is none,
         the event carries attachments, or the agent refuses (it is then queued instead)."""
         state = self._running.get(key)
-        if state is None or not event.text.strip() or event.attachments:
+        if state is None or not event.text.strip() or event.attachments or event.skipped:
             return False
         if not state.agent.steer(event.text):
             return False

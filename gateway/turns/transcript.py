@@ -21,6 +21,8 @@ class TurnTranscript:
     segments: list[str] = field(default_factory=list)
     current: list[str] = field(default_factory=list)
     usage: list[Usage] = field(default_factory=list)
+    #: Usage of the model calls of this turn's subagents (`delegate_task`).
+    delegated_usage: list[Usage] = field(default_factory=list)
 
     def delta(self, text: str) -> None:
         self.current.append(text)

@@ -24,25 +24,29 @@ class UsageRecorder:
         self._metrics = metrics
         self._tally = tally
 
-    async def record(self, session_id: str, usage: Sequence[Usage], *,
+    async def record(self, session_id: str, usage: Sequence[Usage],
+                     delegated: Sequence[Usage] = (), *,
                      started_at: float | None = None) -> GuardState | None:
-        """Add the turn's usage (one entry per model call) to the session (which started at
-        `started_at`, for the tally). Returns the compression guard state from before it
-        (None when nothing was recorded). Must not raise."""
-        if not usage:
+        """Add the turn's usage (one entry per model call) and its subagents' (`delegated`:
+        their tokens and calls count, but the context size the compression check reads is the
+        turn's own last prompt) to the session (which started at `started_at`, for the
+        dashboard's tally). Returns the compression guard state from before it (None when
+        nothing was recorded). Must not raise."""
+        if not usage and not delegated:
             return None
+        calls = [*usage, *delegated]
         stored = None
-        prompt = sum(x.prompt_tokens for x in usage)
-        completion = sum(x.completion_tokens for x in usage)
+        prompt = sum(x.prompt_tokens for x in calls)
+        completion = sum(x.completion_tokens for x in calls)
         try:
             stored = await self._ledger.add_usage(
                 session_id,
                 input_tokens=prompt,
                 output_tokens=completion,
-                cache_read_tokens=sum(x.cached_tokens for x in usage),
-                reasoning_tokens=sum(x.reasoning_tokens for x in usage),
-                api_calls=len(usage),
-                last_prompt_tokens=usage[-1].prompt_tokens or None,
+                cache_read_tokens=sum(x.cached_tokens for x in calls),
+                reasoning_tokens=sum(x.reasoning_tokens for x in calls),
+                api_calls=len(calls),
+                last_prompt_tokens=(usage[-1].prompt_tokens or None) if usage else None,
             )
             if self._tally is not None and started_at is not None:
                 self._tally.usage_recorded(started_at, prompt, completion)

@@ -25,6 +25,7 @@ from storage.migrations import (
     m0005_session_scope,
     m0006_held_claims,
     m0007_approvals,
+    m0008_self_reviews,
 )
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "STEPS", "Step", "migrate_sync", "split_statements"]
@@ -56,6 +57,7 @@ STEPS: tuple[Step, ...] = _steps(
     m0005_session_scope,
     m0006_held_claims,
     m0007_approvals,
+    m0008_self_reviews,
 )
 MIGRATIONS: tuple[str, ...] = tuple(step.sqlite for step in STEPS)
 SCHEMA_VERSION = len(MIGRATIONS)

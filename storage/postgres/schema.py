@@ -31,6 +31,7 @@ TABLES = (
     "approved_users",
     "unreachable_chats",
     "approvals",
+    "self_reviews",
 )
 
 

@@ -34,6 +34,7 @@ from storage.postgres.db import PgReaders, PgWriter, connect, connection_lost
 from storage.postgres.schema import migrate
 from storage.postgres.search import PgSearchMixin
 from storage.reports import ReportsMixin
+from storage.reviews import ReviewsMixin
 from storage.sessions import SessionsMixin
 from storage.sqlconn import Conn
 
@@ -93,6 +94,7 @@ class PostgresStore(
     InboxMixin,
     PairingMixin,
     ApprovalsMixin,
+    ReviewsMixin,
     ReportsMixin,
     OpsMixin,
     _PgBase,
@@ -178,6 +180,6 @@ if TYPE_CHECKING:  # the type checker proves `PostgresStore` implements every st
             ports.LeaseStore, ports.CompactionCommitter, ports.DedupLedger, ports.HeldEvents,
             ports.OutboxLedger, ports.Reachability, ports.CursorLedger, ports.PairingStore,
             ports.Maintenance, ports.StoreLifecycle, ports.HistoryReader,
-            ports.ApprovalLedger, ports.Reports,
-        ] = (store,) * 21
+            ports.ApprovalLedger, ports.Reports, ports.ReviewLedger,
+        ] = (store,) * 22
         del checks

@@ -42,6 +42,7 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "inbound_events": ("platform", "event_id"), "outbox": ("id",), "cursors": ("name",),
     "pairing_codes": ("platform", "code_hash"), "approved_users": ("platform", "user_id"),
     "unreachable_chats": ("platform", "chat_id"), "approvals": ("id",),
+    "self_reviews": ("id",),
 }
 Direction = Literal["to_postgres", "to_sqlite"]
 Progress = Callable[[str, int], None]

@@ -80,7 +80,8 @@ async def test_workspace_png_is_sent_as_png_part(tmp_path: Path) -> None:
 async def test_large_attachment_is_resized_and_mime_comes_from_the_bytes(tmp_path: Path) -> None:
     ctx = context(tmp_path)
     assert ctx.attachments_dir is not None
-    # A JPEG named .png, 3000x2000: re-encoded as JPEG with the long edge at 1568.
+    # A JPEG named .png, 3000x2000: decoded at half size by DCT scaling (the long edge stays
+    # over DRAFT_MIN_EDGE and under MAX_EDGE) and re-encoded as JPEG.
     (ctx.attachments_dir / "photo.png").write_bytes(image_bytes("JPEG", (3000, 2000)))
     (ctx.attachments_dir / "logo.gif").write_bytes(image_bytes("PNG", (2400, 600), mode="RGBA"))
     async with FakeOpenAIServer() as model:
@@ -88,7 +89,7 @@ async def test_large_attachment_is_resized_and_mime_comes_from_the_bytes(tmp_pat
         out = await analyze(model, ctx, "photo.png")
         assert out.ok, out.content
         mime, img, _ = sent_image(model)
-        assert mime == "image/jpeg" and img.format == "JPEG" and img.size == (1568, 1045)
+        assert mime == "image/jpeg" and img.format == "JPEG" and img.size == (1500, 1000)
         out = await analyze(model, ctx, str(ctx.attachments_dir / "logo.gif"))
         assert out.ok, out.content
         mime, img, _ = sent_image(model)

@@ -1,5 +1,5 @@
 """docs/configuration.md and the models cannot drift: every key of every model (the adapters'
-settings models included, found through the registry) has a row in the key tables, every row
+and the memory providers' settings models included, found through their entry points) has a row in the key tables, every row
 names a key some model has, each row's default is the model's, and the example is valid."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 from pydantic.fields import FieldInfo
 
+from agent_core.memory import available_providers, provider_class
 from gateway.config.load import parse_config
 from gateway.config.models import HermesConfig
 from gateway.ports import PlatformSettings
@@ -30,6 +31,10 @@ def model_keys() -> dict[str, FieldInfo]:
         for key, field in leaves(adapter_spec(name).settings, ("platforms", name)).items():
             if key[2] not in COMMON:
                 keys[".".join(key)] = field
+    for name in available_providers():  # memory providers' blocks, like platforms'
+        model = provider_class(name).settings_model
+        keys.update({".".join(k): f for k, f in
+                     leaves(model, ("memory", "providers", name)).items()})
     return keys
 
 

@@ -90,6 +90,10 @@ class FakeDiscord:
         #: (status, body) answered to the next REST calls, one each (a 5xx outage)
         self.outages: list[tuple[int, str]] = []
         self.slow_s = 0.0  # every REST call waits this long before it is answered
+        #: attachment file name -> seconds before its download is answered (a stalled CDN)
+        self.download_delay_s: dict[str, float] = {}
+        #: attachment file names whose download answers 404 (gone from the CDN)
+        self.missing_files: set[str] = set()
         self.gateway = FakeGateway(token, "", heartbeat_interval_ms)
         self._runner: web.AppRunner | None = None
 
@@ -152,6 +156,7 @@ class FakeDiscord:
     async def user_says(
         self, text: str, *, channel: int, author: int = ALICE, mention_bot: bool = False,
         reply_to: int | None = None, attachment: tuple[str, bytes, str] | None = None,
+        attachments: list[tuple[str, bytes, str]] | None = None,
     ) -> StoredMessage:
         """A user posts a message: stored, then dispatched as MESSAGE_CREATE."""
         mentions = [BOT] if mention_bot else []
@@ -161,8 +166,8 @@ class FakeDiscord:
             mentions.append(self.messages[reply_to].author_id)  # replies ping by default
         msg = StoredMessage(self.snowflakes.next(), channel, author, text, reference=reply_to,
                             mentions=sorted(set(mentions)))
-        if attachment is not None:
-            msg.attachments.append(self._store_file(*attachment))
+        for item in ([attachment] if attachment is not None else []) + list(attachments or ()):
+            msg.attachments.append(self._store_file(*item))
         self.messages[msg.id] = msg
         await self.gateway.dispatch("MESSAGE_CREATE", msg.to_json(self.messages))
         return msg
@@ -388,4 +393,7 @@ class FakeDiscord:
         if item is None:
             return web.Response(status=404)
         name, data, mime = item
+        if name in self.missing_files:
+            return web.Response(status=404)
+        await asyncio.sleep(self.download_delay_s.get(name, 0.0))
         return web.Response(body=data, content_type=mime)

@@ -12,7 +12,9 @@ empty it asks `responder(request)` (default: echo the last user message). Script
 delay), `ErrorReply` (status, OpenAI-style error body, headers such as Retry-After), `Hang`
 (answers only after a long time or when the server stops), `StreamError` (an error event in
 the middle of a stream) and `Cut` (a stream whose connection drops mid-way, no error event).
-Every request is recorded with headers, JSON body and timestamps.
+Every request is recorded with headers, JSON body and timestamps. `/v1/audio/transcriptions`
+(`transcriptions`, `stt_queue`) and `/v1/audio/speech` (`speeches`, `tts_queue`; real OGG/Opus
+by default) answer speech requests.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from typing import Any
 
 from aiohttp import BodyPartReader, web
 
+from tests.fakes.audio import voice_reply
+
 __all__ = [
     "Cut",
     "ErrorReply",
@@ -37,6 +41,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "Script",
+    "Speech",
     "StreamError",
     "ToolCallSpec",
     "call",
@@ -192,6 +197,17 @@ class Transcription:
 
 
 @dataclass(slots=True)
+class Speech:
+    """One `/audio/speech` request."""
+
+    model: str
+    voice: str
+    input: str
+    response_format: str | None
+    api_key: str | None
+
+
+@dataclass(slots=True)
 class RecordedRequest:
     method: str
     path: str
@@ -269,6 +285,10 @@ class FakeOpenAIServer:
         #: `/audio/transcriptions` calls, and what they answer next (a text or an error).
         self.transcriptions: list[Transcription] = []
         self.stt_queue: deque[str | ErrorReply] = deque()
+        #: `/audio/speech` calls, and what they answer next (audio bytes or an error; by
+        #: default one second of real OGG/Opus, `tests.fakes.audio.voice_reply`).
+        self.speeches: list[Speech] = []
+        self.tts_queue: deque[bytes | ErrorReply | Hang] = deque()
         self._host, self._port = host, port
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
@@ -289,6 +309,7 @@ class FakeOpenAIServer:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
+        app.router.add_post("/v1/audio/speech", self._speech)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port)
@@ -336,6 +357,33 @@ class FakeOpenAIServer:
         if isinstance(answer, ErrorReply):
             return web.json_response(answer.body, status=answer.status, headers=answer.headers)
         return web.json_response({"text": answer})
+
+    async def _speech(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not body.get("input"):
+            return web.json_response({"error": {"message": "'input' is a required property",
+                                                "type": "invalid_request_error"}}, status=400)
+        auth = request.headers.get("Authorization", "")
+        self.speeches.append(Speech(str(body.get("model", "")), str(body.get("voice", "")),
+                                    str(body["input"]), body.get("response_format"),
+                                    auth[7:] if auth.startswith("Bearer ") else None))
+        if self.tts_queue:
+            answer = self.tts_queue.popleft()
+        else:
+            answer = await asyncio.to_thread(voice_reply)
+        if isinstance(answer, Hang):
+            try:
+                await asyncio.wait_for(self._closing.wait(), timeout=answer.seconds)
+            except TimeoutError:
+                pass
+            return web.Response(status=503)
+        if isinstance(answer, ErrorReply):
+            return web.json_response(answer.body, status=answer.status, headers=answer.headers)
+        kind = "audio/ogg" if answer.startswith(b"OggS") else "application/octet-stream"
+        return web.Response(body=answer, content_type=kind)
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()

@@ -89,3 +89,36 @@ async def test_cache_retention_zero_keeps_everything(tmp_path, model):
     async with runner_for(tmp_path, model, gateway__media__cache_retention_days=0):
         await asyncio.sleep(0.3)
     assert old.exists()
+
+
+async def test_the_cache_is_kept_under_its_sizes_oldest_files_first(tmp_path, model):
+    """`gateway.media.chat_cache_max_mb` per chat folder, then `cache_max_mb` for the whole
+    cache: the least recently modified files go first; symlinks are neither counted nor
+    followed; files under both limits stay, however old they are within retention."""
+    import os
+    import time
+
+    chats = tmp_path / "cache" / "chats"
+    busy, quiet = chats / "telegram.busy", chats / "slack.quiet"
+    busy.mkdir(parents=True)
+    quiet.mkdir(parents=True)
+    now = time.time()
+    files = {"a1": (busy, 500), "b1": (quiet, 400), "a2": (busy, 300), "a3": (busy, 200)}
+    for name, (folder, age_s) in files.items():
+        path = folder / f"{name}.bin"
+        path.write_bytes(b"x" * 40_000)
+        os.utime(path, (now - age_s, now - age_s))
+    outside = tmp_path / "big-outside.bin"
+    outside.write_bytes(b"y" * 500_000)
+    (busy / "link.bin").symlink_to(outside)
+    # Per chat at most ~92 KB (the busy chat's 120 KB loses a1); in all at most ~107 KB
+    # (a2 + a3 + b1 = 120 KB loses b1, the oldest left).
+    async with runner_for(tmp_path, model, gateway__media__chat_cache_max_mb=0.088,
+                          gateway__media__cache_max_mb=0.102):
+        for _ in range(200):
+            if not (busy / "a1.bin").exists() and not (quiet / "b1.bin").exists():
+                break
+            await asyncio.sleep(0.02)
+    left = sorted(p.name for p in chats.rglob("*.bin"))
+    assert left == ["a2.bin", "a3.bin", "link.bin"]
+    assert outside.stat().st_size == 500_000

@@ -21,6 +21,10 @@ def make_config(model: FakeOpenAIServer, **overrides: Any) -> Any:
         "gateway": {"allowed_users": ["u1", "u2"], "drain_timeout_s": 2,
                     "streaming": {"edit_interval_s": 0.05}, "health": {"port": 0}},
         "logging": {"file": {"enabled": False}},
+        # The background self-review would add its own requests at the fake model after
+        # busy turns; the tests of other features count and script those requests. Its own
+        # tests (tests/skills/test_review_e2e.py) turn it on.
+        "skills": {"review": {"enabled": False}},
     }
     for dotted, value in overrides.items():
         node = data

@@ -34,6 +34,14 @@ def test_demo_runs_offline_and_shows_the_main_job(tmp_path: Path) -> None:
     assert "the demo works offline" in out            # what the tool wrote
     assert "web_extract(" in out                      # the local page, read through the tool
     assert "Headlines: Morning ferry moves to 07:45; Tram line 4 closed" in out
+    # A skill the agent saved (skill_manage) is loaded in a later session (skill_view).
+    saved = out.index("saved the steps as the skill `release-app`")
+    fresh = out.index("New session started", saved)
+    used = out.index("I loaded the skill `release-app` with skill_view and followed it "
+                     "for 1.3:", fresh)
+    assert "2. Tag the commit `v1.3` and push the tag." in out[used:]
+    assert "skill_manage({" in out and "skill_view({" in out
+    assert re.search(r"Skill on disk: devops/release-app \(create by api:\S+\)", out)
     assert not (tmp_path / ".hermes").exists()        # throwaway: the user's home untouched
 
 

@@ -6,6 +6,8 @@ import io
 
 from PIL import Image
 
+from tests.fakes.audio import ogg_opus
+
 
 def jpeg(size: tuple[int, int] = (64, 48), colour: tuple[int, int, int] = (220, 20, 20)) -> bytes:
     buf = io.BytesIO()
@@ -68,9 +70,14 @@ def wav(seconds: float = 0.3, rate: int = 8000) -> bytes:
 
 
 def ogg_header() -> bytes:
-    """The first page of an OGG/Opus stream (identification header only): enough for
-    format detection; the fake endpoint does not decode audio."""
+    """The first page of an OGG/Opus stream (identification header only): it looks like a
+    voice note by its bytes but holds no audio (a damaged recording)."""
     head = b"OpusHead" + bytes([1, 1]) + (312).to_bytes(2, "little") + (48000).to_bytes(
         4, "little") + b"\x00\x00\x00"
     return (b"OggS\x00\x02" + b"\x00" * 8 + b"\x01\x00\x00\x00" + b"\x00" * 8
             + bytes([1, len(head)]) + head)
+
+
+def ogg_voice(seconds: float = 1.5) -> bytes:
+    """A real OGG/Opus voice note (a 440 Hz tone), as Telegram sends one."""
+    return ogg_opus(seconds)

@@ -28,6 +28,13 @@ def _user(req: Any) -> Any:
     return req.body["messages"][-1]["content"]
 
 
+def _asked(model: FakeOpenAIServer, words: str) -> Any:
+    """The last main-model request whose newest user message says `words` (image
+    descriptions for the history are requests of their own)."""
+    return next(r for r in reversed(model.requests)
+                if words in str(r.body["messages"][-1]["content"]) and "tools" in r.body)
+
+
 def _image_parts(content: Any) -> list[tuple[str, bytes]]:
     assert isinstance(content, list), content
     out = []
@@ -43,20 +50,23 @@ async def test_telegram_photo_and_image_document_reach_a_vision_model_as_image_p
     async with group_gateway(tmp_path, model, providers__main__vision=True) as g:
         model.enqueue(text("A red photo."))
         await g.turn(g.ada_dm, ADA, "what is this?", "A red photo.", photo=jpeg())
-        content = _user(model.requests[-1])
+        content = _user(_asked(model, "what is this?"))
         assert content[0]["type"] == "text" and "what is this?" in content[0]["text"]
         [(head, data)] = _image_parts(content)
         assert head == "data:image/jpeg;base64"
         assert Image.open(io.BytesIO(data)).size == (64, 48)
 
+        # After the turn the photo is described for the history (a request of its own).
+        await until(lambda: any("tools" not in r.body for r in model.requests),
+                    "the photo's description for the history")
         # A PNG sent as a file with a misleading name: the format comes from the bytes.
         model.enqueue(text("A blue square."))
         await g.turn(g.ada_dm, ADA, "and this?", "A blue square.",
                      document=("notes.txt", png()))
-        req = model.requests[-1]
+        req = _asked(model, "and this?")
         [(head, _)] = _image_parts(_user(req))
         assert head == "data:image/png;base64"
-        # The earlier photo is only its text stand-in now.
+        # The earlier photo is only its text stand-in now (its description).
         earlier = [m for m in req.body["messages"] if m["role"] == "user"][0]
         assert isinstance(earlier["content"], str) and "image 1" in earlier["content"]
         assert "base64" not in earlier["content"]
@@ -124,8 +134,23 @@ async def test_api_image_url_parts_reach_the_model(tmp_path: Path,
         finally:
             await client.close()
     assert resp.choices[0].message.content == "Two images: red and blue."
-    assert len(model.requests) == 1
     parts = _image_parts(_user(model.requests[0]))
     assert [h for h, _ in parts] == ["data:image/png;base64", "data:image/jpeg;base64"]
     # The images were cached in the api user's own chat folder.
     assert list((tmp_path / "cache" / "chats").glob("*/image-*.bin"))
+
+
+def test_a_large_photo_is_scaled_within_the_provider_limits() -> None:
+    """A 12-megapixel phone photo is decoded at half size (DCT scaling) and resized to the
+    long edge of 1568 px; a photo too small to halve keeps its detail up to 1568 px; the
+    strongest scaling that keeps the long edge at 1024 px or more is used (a panorama)."""
+    from agent_core.web.images import DRAFT_MIN_EDGE, MAX_EDGE, prepare_image
+
+    for size, expected in (((4032, 3024), (1568, 1176)), ((2000, 1500), (1568, 1176)),
+                           ((9000, 1200), (1125, 150))):
+        got = prepare_image(jpeg(size))
+        assert (got.width, got.height) == expected and got.mime == "image/jpeg", size
+        assert max(expected) <= MAX_EDGE
+        assert Image.open(io.BytesIO(got.data)).size == expected
+    got = prepare_image(jpeg((3000, 2250)))  # halves to 1500x1125: no resize needed
+    assert (got.width, got.height) == (1500, 1125) and max(1500, 1125) >= DRAFT_MIN_EDGE

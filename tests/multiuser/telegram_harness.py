@@ -44,13 +44,13 @@ class Group:
         return (await self.say(chat, who, text))[-1].text
 
     async def turn(self, chat: str, who: dict[str, Any], text: str, final: str,
-                   **kw: Any) -> None:
+                   timeout_s: float = 10.0, **kw: Any) -> None:
         """`who` writes `text`; wait until the bot's reply reads `final` (notes may follow)."""
         before = len(self.api.bot_messages(chat))
         self.api.send_user(chat, text, user=who, **kw)
         await until(lambda: any(m.text == final or m.text.startswith(final + "\n")
                                 for m in self.api.bot_messages(chat)[before:]),
-                    f"the reply {final!r} in {chat}")
+                    f"the reply {final!r} in {chat}", timeout_s)
 
 
 @asynccontextmanager

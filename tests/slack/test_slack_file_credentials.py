@@ -8,6 +8,7 @@ import pytest
 from aiohttp import web
 
 from adapters.slack.files import FileFetcher
+from gateway.ports import DownloadBudget
 
 TOKEN = "xoxb-1111-2222-secrettokenvalue"
 
@@ -60,9 +61,9 @@ def _file(url: str) -> dict[str, object]:
 async def test_token_goes_to_the_slack_origin_and_follows_its_own_redirects(servers, tmp_path):
     slack, _evil, seen = servers
     fetcher = FileFetcher(TOKEN, f"http://127.0.0.1:{slack}/api/")
-    got = await fetcher.fetch_all([_file(f"http://127.0.0.1:{slack}/files/hop")],
-                                  tmp_path, 1024, _Log())
-    assert [Path(a.path).read_bytes() for a in got] == [b"file bytes"]
+    got, skipped = await fetcher.fetch_all([_file(f"http://127.0.0.1:{slack}/files/hop")],
+                                           tmp_path, DownloadBudget(1024, 4096), _Log())
+    assert [Path(a.path).read_bytes() for a in got] == [b"file bytes"] and skipped == ()
     assert seen["slack"] == [f"Bearer {TOKEN}"] * 2
 
 
@@ -75,7 +76,8 @@ async def test_token_goes_to_the_slack_origin_and_follows_its_own_redirects(serv
 async def test_token_never_reaches_another_host(servers, tmp_path, make_url):
     slack, evil, seen = servers
     fetcher = FileFetcher(TOKEN, f"http://127.0.0.1:{slack}/api/")
-    got = await fetcher.fetch_all([_file(make_url(slack, evil))], tmp_path, 1024, _Log())
-    assert got == ()
+    got, skipped = await fetcher.fetch_all([_file(make_url(slack, evil))], tmp_path,
+                                           DownloadBudget(1024, 4096), _Log())
+    assert got == () and [s.name for s in skipped] == ["a.txt"]
     assert seen["evil"] == []
     assert all(h in (None, f"Bearer {TOKEN}") for h in seen["slack"])

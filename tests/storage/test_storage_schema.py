@@ -34,7 +34,7 @@ def test_migrations_run_twice_and_on_existing_db(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     expected = {"sessions", "messages", "messages_fts", "messages_trigram", "compression_leases",
                 "inbound_events", "outbox", "cursors", "pairing_codes", "approved_users",
-                "unreachable_chats", "schema_version", "approvals"}
+                "unreachable_chats", "schema_version", "approvals", "self_reviews"}
     assert expected <= _tables(db)
 
 

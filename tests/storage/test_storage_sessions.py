@@ -196,6 +196,23 @@ async def test_platform_message_id(store: StateStore) -> None:
     assert found is not None and found["_id"] == mid and found["_platform_message_id"] == "555"
 
 
+async def test_a_message_is_revised_in_place_and_found_by_its_new_text(
+        store: StateStore) -> None:
+    """What the gateway learns after storing a message (an image's description) replaces
+    its text, keeps its other keys, and the search indexes follow."""
+    s = await store.create_session(source="telegram")
+    (mid,) = await store.append_messages(s.id, [
+        {"role": "user", "content": "[image 1 (a.png) is attached]", "_images": [{"n": 1}]}])
+    assert await store.revise_message(mid, "a lighthouse on a cliff at dusk",
+                                      {"_images_described": True}) is True
+    got = await store.get_message(mid)
+    assert got is not None and got["content"] == "a lighthouse on a cliff at dusk"
+    assert got["_images"] == [{"n": 1}] and got["_images_described"] is True
+    assert [h.message_id for h in await store.search("lighthouse")] == [mid]
+    assert await store.search("attached") == []
+    assert await store.revise_message(mid + 999, "nothing") is False
+
+
 async def test_failed_op_in_a_batch_does_not_undo_others(store: StateStore) -> None:
     from storage import SessionNotFoundError
 

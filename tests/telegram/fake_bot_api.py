@@ -96,6 +96,10 @@ class FakeBotApi:
         self.commands: list[dict[str, Any]] = []
         self.files: dict[str, tuple[bytes, str]] = {}
         self.downloads: list[str] = []
+        #: file name -> seconds before the file server answers (a stalled download)
+        self.download_delay_s: dict[str, float] = {}
+        #: file name -> the `file_path` getFile answers instead of the real one
+        self.file_path_override: dict[str, str] = {}
         self.blocked: set[str] = set()
         self.answered_callbacks: list[str] = []
         self.webhook: dict[str, Any] | None = None
@@ -391,6 +395,7 @@ class FakeBotApi:
         for data, fpath in self.files.values():
             if fpath == path:
                 self.downloads.append(path)
+                await asyncio.sleep(self.download_delay_s.get(path.split("_", 1)[-1], 0.0))
                 return web.Response(body=data, content_type="application/octet-stream")
         return web.Response(status=404)
 
@@ -503,7 +508,7 @@ class FakeBotApi:
         if len(data) > MAX_DOWNLOAD:
             raise ApiError(400, "Bad Request: file is too big")
         return {"file_id": fid, "file_unique_id": "u" + fid, "file_size": len(data),
-                "file_path": path}
+                "file_path": self.file_path_override.get(path.split("_", 1)[-1], path)}
 
     def _target(self, p: dict[str, Any]) -> tuple[str, Chat, int | None]:
         chat_id = str(p.get("chat_id"))

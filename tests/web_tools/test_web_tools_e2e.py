@@ -17,7 +17,7 @@ from adapters.api.adapter import ApiAdapter
 from tests.fakes.openai_server import FakeOpenAIServer, call, text, tool_calls
 from tests.fakes.web_server import FakeSearchServer, FakeWebServer, Page
 from tests.gateway.runtime_harness import runner_for
-from tests.multiuser.support import tool_results
+from tests.multiuser.support import tool_results, until
 from tests.multiuser.telegram_harness import ADA, BOB, group_gateway
 
 KEY = "sk-web-user-0123456789"
@@ -79,6 +79,8 @@ async def test_telegram_user_asks_about_a_photo_they_sent(tmp_path: Path,
         found = _AT.search(str(model.requests[-1].body["messages"][-1]["content"]))
         assert found is not None, model.requests[-1].body["messages"][-1]["content"]
         cached = found.group(1)
+        # The photo is described for the history after its turn (a request of its own).
+        await until(lambda: len(model.requests) == 2, "the photo's description")
         model.enqueue(
             tool_calls(call("vision_analyze", {"image": Path(cached).name,
                                                "question": "What colour is the photo?"})),

@@ -1,4 +1,7 @@
-"""The `memory` tool: add / replace / remove entries of MEMORY.md and USER.md."""
+"""The `memory` tool: add / replace / remove entries of MEMORY.md and USER.md.
+
+Every write records `ToolContext.principal` (who caused the turn) and `origin` in the
+folder's `.audit.jsonl` (`agent_core.memory`)."""
 
 from __future__ import annotations
 
@@ -39,17 +42,18 @@ def _store(ctx: ToolContext) -> MemoryStore:
     return MemoryStore(ctx.memory_dir, user_dir=ctx.user_dir)
 
 
-def _apply(store: MemoryStore, args: MemoryArgs) -> MemoryResult:
+def _apply(store: MemoryStore, args: MemoryArgs, ctx: ToolContext) -> MemoryResult:
+    who = {"principal": ctx.principal, "origin": ctx.origin}
     if args.action == "add":
-        return store.add(args.target, args.content or "")
+        return store.add(args.target, args.content or "", **who)
     if args.action == "replace":
-        return store.replace(args.target, args.old_text or "", args.content or "")
-    return store.remove(args.target, args.old_text or "")
+        return store.replace(args.target, args.old_text or "", args.content or "", **who)
+    return store.remove(args.target, args.old_text or "", **who)
 
 
 async def memory(args: MemoryArgs, ctx: ToolContext) -> str:
     store = _store(ctx)
-    result = await asyncio.to_thread(_apply, store, args)
+    result = await asyncio.to_thread(_apply, store, args, ctx)
     if not result.ok:
         detail: dict[str, object] = {"error": result.message, "usage": result.usage}
         if result.entries:

@@ -28,7 +28,7 @@ _VIEW_OUTPUT_CHARS = MAX_VIEW_CHARS + MAX_VIEW_CHARS // 4
 def _store(ctx: ToolContext) -> SkillStore:
     if ctx.skills_dir is None:
         raise ToolError("Skills are not available in this session.")
-    return SkillStore(ctx.skills_dir)
+    return SkillStore(ctx.skills_dir, origin=ctx.origin)
 
 
 class ListArgs(BaseModel):

@@ -11,6 +11,13 @@ Writes reach disk at once, but the text placed in the system prompt is a snapsho
 first time `snapshot()` is called; it changes only when `refresh_snapshot()` is called (a new
 session, or after compression). That keeps the prompt byte-identical for prefix caching.
 
+Every write that changed a file is recorded, with who caused it, as one JSON line in
+`.audit.jsonl` beside that file: `{at, action, file, principal, origin?, entry}` (`principal` is
+the `<platform>:<user id>` of the turn, `operator` when none was given; `origin` names a run
+that is not the user's turn, such as `review`; `entry` the entry's first 200 characters).
+The log lives with the file it describes, so a user's `USER.md` log stays in that user's
+folder.
+
 The methods do blocking file I/O: call them from a worker thread (`asyncio.to_thread`) when on
 an event loop. None of them raise for bad input or I/O errors; they return a `MemoryResult`.
 """
@@ -18,6 +25,8 @@ an event loop. None of them raise for bad input or I/O errors; they return a `Me
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import json
 import os
 import tempfile
 import threading
@@ -34,6 +43,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]  # the module or None: checked before each use
 
 __all__ = [
+    "AUDIT_FILE",
     "ENTRY_DELIMITER",
     "MEMORY_CHAR_LIMIT",
     "USER_CHAR_LIMIT",
@@ -45,6 +55,8 @@ __all__ = [
 MemoryTarget = Literal["memory", "user"]
 
 ENTRY_DELIMITER = "\n§\n"
+AUDIT_FILE = ".audit.jsonl"
+_AUDIT_ENTRY_CHARS = 200
 MEMORY_CHAR_LIMIT = 2_200
 USER_CHAR_LIMIT = 1_375
 
@@ -55,6 +67,16 @@ _HEADINGS: dict[MemoryTarget, str] = {
 }
 _PATH_LOCKS: dict[Path, threading.Lock] = {}
 _PATH_LOCKS_GUARD = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class _Audit:
+    """What one write records: the action, the entry, who caused it and through what."""
+
+    action: str
+    entry: str
+    principal: str | None
+    origin: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +202,24 @@ class MemoryStore:
 
     # -- writing -------------------------------------------------------------------------
 
-    def add(self, target: MemoryTarget, content: str) -> MemoryResult:
-        """Append an entry. Refused when empty, unsafe or over the target's limit."""
+    def history(self, target: MemoryTarget) -> list[dict[str, str]]:
+        """The audit lines of `target`'s file (oldest first; unreadable lines skipped)."""
+        out: list[dict[str, str]] = []
+        try:
+            raw = (self._dirs[target] / AUDIT_FILE).read_text(encoding="utf-8")
+        except OSError:
+            return out
+        for line in raw.splitlines():
+            with contextlib.suppress(ValueError):
+                item = json.loads(line)
+                if isinstance(item, dict) and item.get("file") == _FILES[target]:
+                    out.append({str(k): str(v) for k, v in item.items()})
+        return out
+
+    def add(self, target: MemoryTarget, content: str, *, principal: str | None = None,
+            origin: str | None = None) -> MemoryResult:
+        """Append an entry. Refused when empty, unsafe or over the target's limit.
+        `principal` (and `origin`) are recorded with the write (see the module docstring)."""
         content = content.strip()
         refusal = self._check_content(target, content)
         if refusal:
@@ -192,9 +230,11 @@ class MemoryStore:
                 return self._result(target, entries, True, "Entry already exists; nothing added.")
             new = [*entries, content]
             over = self._over_limit(target, entries, new, f"adding this entry ({len(content):,} chars)")
-            return over or self._write(target, new, "Entry added.")
+            return over or self._write(target, new, "Entry added.",
+                                       _Audit("add", content, principal, origin))
 
-    def replace(self, target: MemoryTarget, old_text: str, content: str) -> MemoryResult:
+    def replace(self, target: MemoryTarget, old_text: str, content: str, *,
+                principal: str | None = None, origin: str | None = None) -> MemoryResult:
         """Replace the single entry containing `old_text` with `content`."""
         content = content.strip()
         refusal = self._check_content(target, content)
@@ -209,9 +249,11 @@ class MemoryStore:
             new[index] = content
             new = _parse(ENTRY_DELIMITER.join(new))
             over = self._over_limit(target, entries, new, "this replacement")
-            return over or self._write(target, new, "Entry replaced.")
+            return over or self._write(target, new, "Entry replaced.",
+                                       _Audit("replace", content, principal, origin))
 
-    def remove(self, target: MemoryTarget, old_text: str) -> MemoryResult:
+    def remove(self, target: MemoryTarget, old_text: str, *, principal: str | None = None,
+               origin: str | None = None) -> MemoryResult:
         """Remove the single entry containing `old_text`."""
         with self._locked(target):
             entries = self.entries(target)
@@ -219,7 +261,8 @@ class MemoryStore:
             if isinstance(index, MemoryResult):
                 return index
             new = entries[:index] + entries[index + 1 :]
-            return self._write(target, new, "Entry removed.")
+            return self._write(target, new, "Entry removed.",
+                               _Audit("remove", entries[index], principal, origin))
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -300,7 +343,8 @@ class MemoryStore:
             show=True,
         )
 
-    def _write(self, target: MemoryTarget, entries: list[str], message: str) -> MemoryResult:
+    def _write(self, target: MemoryTarget, entries: list[str], message: str,
+               audit: _Audit) -> MemoryResult:
         path = self.path(target)
         text = ENTRY_DELIMITER.join(entries) + ("\n" if entries else "")
         try:
@@ -312,7 +356,22 @@ class MemoryStore:
                 False,
                 f"Failed to write {_FILES[target]}: {exc.strerror or type(exc).__name__}.",
             )
+        self._record(target, audit)
         return self._result(target, entries, True, message)
+
+    def _record(self, target: MemoryTarget, audit: _Audit) -> None:
+        """Append the write's audit line (under the target's lock). A log that cannot be
+        written does not undo the write."""
+        line: dict[str, str] = {
+            "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "action": audit.action, "file": _FILES[target],
+            "principal": audit.principal or "operator"}
+        if audit.origin:
+            line["origin"] = audit.origin
+        line["entry"] = audit.entry[:_AUDIT_ENTRY_CHARS]
+        with contextlib.suppress(OSError), open(
+                self._dirs[target] / AUDIT_FILE, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
 
     @contextlib.contextmanager
     def _locked(self, target: MemoryTarget) -> Iterator[None]:
