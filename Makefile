@@ -12,8 +12,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[all,dev]'
 	touch $(STAMP)
 
+# `make demo ARGS=--keep` leaves the demo gateway (API, dashboard) up until Ctrl-C.
 demo: $(STAMP)
-	$(BIN)/hermes demo
+	$(BIN)/hermes demo $(ARGS)
 
 test: $(STAMP)
 	$(BIN)/ruff check gateway adapters agent_core storage hermes_common tests benchmarks

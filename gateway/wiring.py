@@ -48,6 +48,7 @@ from gateway.sessions.inbox import DurableInbox
 from gateway.supervision_types import InboundMediaLimits
 from gateway.supervisor import AdapterSupervisor, SupervisorSettings
 from gateway.turns import ResetPolicy, TurnService, TurnSettings, build_turns
+from gateway.usage_tally import UsageTally
 from storage.ports import (
     ApprovalLedger,
     CompactionCommitter,
@@ -120,6 +121,8 @@ class GatewayParts:
     commands: CommandRegistry
     inbound: InboundRouter
     supervisor: AdapterSupervisor
+    #: The tokens the turn layer stored since start, for the dashboard's chart.
+    tally: UsageTally
     #: This replica's session leases (`storage.backend: postgres`); None on SQLite.
     replicas: ReplicaSessions | None = None
     #: The leader leases of its exclusive-intake adapters (polling, Socket Mode, Discord).
@@ -199,6 +202,7 @@ def wire(
     compression = _compression(config, store, agents, delivery, adapters, metrics, format_hint)
     approvals = ApprovalDesk(store, delivery, clock=clock)
     reviews = build_reviews(config, store, agents, clock=clock)
+    tally = UsageTally()
     turns = build_turns(
         store, delivery, agents,
         reset=ResetPolicy(mode=gw.session_reset.mode, idle_minutes=gw.session_reset.idle_minutes,
@@ -210,6 +214,7 @@ def wire(
         media=(media or MediaReader()).with_workspace(agents.spaces.workspace),
         voice=voice,
         reviews=reviews,
+        tally=tally,
     )
     inbox = DurableInbox(store, boot_id=boot_id)
     replicas = (ReplicaSessions(store, boot_id, lease_s=gw.replicas.lease_s,
@@ -248,7 +253,8 @@ def wire(
                         delivery=delivery, compression=compression, reviews=reviews,
                         turns=turns, inbox=inbox,
                         manager=manager, commands=commands, inbound=inbound,
-                        supervisor=supervisor, replicas=replicas, leaders=leaders)
+                        supervisor=supervisor, tally=tally, replicas=replicas,
+                        leaders=leaders)
 
 
 def _compression(

@@ -9,7 +9,7 @@ from typing import Any
 from storage.base import StoreBase
 from storage.codec import MESSAGE_COLUMNS, message_to_row, row_to_message, scrub
 from storage.errors import SessionNotFoundError, is_missing_parent
-from storage.sqlconn import Conn
+from storage.sqlconn import Conn, Row
 
 __all__ = ["MessagesMixin", "APPEND_KEY", "append_merged", "history_on", "insert_rows"]
 
@@ -118,6 +118,21 @@ class MessagesMixin(StoreBase):
             (session_id,),
         )
         return [row_to_message(r, with_flags=True) for r in rows]
+
+    async def load_tail(self, session_id: str, limit: int) -> tuple[list[dict[str, Any]], int]:
+        """The session's last `limit` rows in id order (with `_active`/`_compacted` flags,
+        inactive ones included) and how many rows it has in all."""
+
+        async def fn(conn: Conn) -> tuple[list[Row], int]:
+            rows = await conn.execute_fetchall(
+                f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ?"
+                " ORDER BY id DESC LIMIT ?", (session_id, max(0, limit)))
+            total = await conn.execute_fetchall(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,))
+            return list(rows), int(total[0][0]) if total else 0
+
+        rows, total = await self._read(fn)
+        return [row_to_message(r, with_flags=True) for r in reversed(rows)], total
 
     async def get_message(self, message_id: int) -> dict[str, Any] | None:
         row = await self._fetchone(f"SELECT {VISIBLE_COLS} FROM messages WHERE id = ?", (message_id,))

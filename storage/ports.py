@@ -163,6 +163,10 @@ class MessageLog(Protocol):
     async def load_all(self, session_id: str, *, include_inactive: bool = True) -> list[Message]:
         ...
 
+    async def load_tail(self, session_id: str, limit: int) -> tuple[list[Message], int]:
+        """The last `limit` rows in order (as `load_all`) and the session's row count."""
+        ...
+
     async def get_message(self, message_id: int) -> Message | None: ...
 
     async def rewind(self, session_id: str, n_user_turns: int = 1) -> list[Message]:

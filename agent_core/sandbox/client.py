@@ -1,6 +1,7 @@
 """The `hermes_tools` module a sandboxed script imports, generated per run for the tools it
 may call. Each function sends one JSON line over the inherited socket and waits for one line
-back; a refused or failed call raises `ToolCallError`."""
+back; a refused or failed call raises `ToolCallError`. Any other name imports as a function
+whose call the parent refuses (so the script reads why, instead of an ImportError)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,19 @@ def call(tool, **args):
     if not reply.get("ok"):
         raise ToolCallError(reply.get("error") or "tool call failed")
     return reply["result"]
+
+
+def __getattr__(name):
+    # A tool this script may not call (its toolset is off in this chat, or it is not one of
+    # the script's tools): importing it works, calling it is refused with the reason.
+    if name.startswith("_"):
+        raise AttributeError(name)
+
+    def refused(*args, **kwargs):
+        return call(name)
+
+    refused.__name__ = name
+    return refused
 '''
 
 

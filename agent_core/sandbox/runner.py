@@ -92,7 +92,9 @@ async def _answer(line: bytes, dispatch: Dispatch, allowed: frozenset[str],
         return {"ok": False, "error": "malformed request"}
     if tool not in allowed:
         names = ", ".join(sorted(allowed)) or "none"
-        return {"ok": False, "error": f"tool {tool!r} is not available here (available: {names})"}
+        return {"ok": False, "error": f"tool {tool!r} may not be called from this script: it "
+                f"is not offered in this chat or not one of the script's tools (it may call: "
+                f"{names})"}
     if counter[0] >= limits.max_tool_calls:
         return {"ok": False, "error": f"tool-call limit reached ({limits.max_tool_calls})"}
     counter[0] += 1

@@ -7,7 +7,7 @@ run in parallel), runs them, and turns every exception into an error result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from agent_core.ports import AgentPorts
 if TYPE_CHECKING:
     from agent_core.delegation import Delegator
     from agent_core.events import AgentEvent
+    from agent_core.tools.registry import Tool
 
 __all__ = ["ToolCall", "ToolContext", "ToolOutcome"]
 
@@ -74,6 +75,10 @@ class ToolContext:
     #: What kind of run makes the calls when it is not the user's own turn ("review": the
     #: background self-review), recorded with those writes beside the principal.
     origin: str | None = None
+    #: The tools this session is offered, by name (set by `ToolRegistry.execute` from its
+    #: `tools`, i.e. the session's `ToolSelection`); a tool that calls other tools
+    #: (`execute_code`) calls only these. None: every registered tool.
+    offered: Mapping[str, Tool] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     #: Runs `delegate_task`'s subagents for this turn (None: the tool is refused).
     subagents: Delegator | None = None

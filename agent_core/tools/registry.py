@@ -10,6 +10,7 @@ unknown tools, exceptions and timeouts all become `ok=False` outcomes with a cle
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -213,12 +214,14 @@ class ToolRegistry:
         """Run `calls` and return one outcome per executed call, in call order.
 
         `tools` limits what may run to the tools offered (a `ToolSelection`'s); a call to any
-        other name is an unknown tool. Once `ctx.interrupt` is set no further call starts;
-        running interruptible tools are cancelled (their outcome says so) and only the calls
-        that ran are returned. Never raises for a tool's failure; cancellation of the caller
+        other name is an unknown tool, and the tools run with `ctx.offered` = `tools`. Once
+        `ctx.interrupt` is set no further call starts; running interruptible tools are
+        cancelled (their outcome says so) and only the calls that ran are returned. Never raises for a tool's failure; cancellation of the caller
         propagates after the tools are cancelled.
         """
         lookup = self._tools if tools is None else tools
+        if tools is not None and ctx.offered is not tools:
+            ctx = dataclasses.replace(ctx, offered=tools)
         prepared = [self._prepare(call, ctx, lookup) for call in calls]
         segments = plan_batches([p.plan for p in prepared])
         results: dict[int, ToolOutcome] = {}

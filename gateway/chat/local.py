@@ -51,8 +51,8 @@ async def local_gateway(cfg: HermesConfig, p: ProfilePaths) -> AsyncIterator[Pat
     from gateway.runner import GatewayRunner
 
     runner = GatewayRunner(chat_only(cfg), p)
-    await runner.start()
     try:
+        await runner.start()  # a failed start is torn down by shutdown() too
         yield socket_path(p, cfg)
     finally:
         await runner.shutdown()

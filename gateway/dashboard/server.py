@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import time
@@ -20,6 +21,7 @@ from gateway.dashboard.chart import HEIGHT, WIDTH, usage_bars
 from gateway.dashboard.errors import RecentErrors
 from gateway.process import process_stats
 from gateway.supervision_types import AdapterStatus
+from gateway.usage_tally import TallySnapshot
 from storage.ports import HistoryReader, LeaseStore, PairingStore, Reports
 from storage.types import DayUsage, Session
 
@@ -29,6 +31,8 @@ log = structlog.get_logger("gateway.dashboard")
 HERE = Path(__file__).parent
 USAGE_DAYS = 14
 PAGE = 50
+#: Messages a session's page shows (the newest; the export has all).
+TRANSCRIPT = 200
 AGGREGATES_TTL_S = 10.0
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -49,6 +53,9 @@ class DashboardSources:
     version: str = ""
     #: The replica set (`gateway.status.replicas_status`); None: a single gateway.
     replicas: Callable[[], Awaitable[dict[str, Any]]] | None = None
+    #: The tokens this process stored since it started, per day (counters kept by the turn
+    #: layer): the overview adds what they gained since its last read of the store.
+    tally: Callable[[], TallySnapshot] = TallySnapshot
 
 
 def _redirect(location: str) -> web.Response:
@@ -59,6 +66,18 @@ def _when(ts: float | None) -> str:
     if not ts:
         return ""
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _plus(rows: list[DayUsage], gained: TallySnapshot) -> list[DayUsage]:
+    """The stored usage per day plus the tokens the tally gained since it was read."""
+    if not gained.days:
+        return rows
+    by_day = {r.day: r for r in rows}
+    for day, (tin, tout) in gained.days.items():
+        r = by_day.get(day) or DayUsage(day, 0, 0, 0)
+        by_day[day] = dataclasses.replace(r, input_tokens=r.input_tokens + tin,
+                                          output_tokens=r.output_tokens + tout)
+    return [by_day[d] for d in sorted(by_day)]
 
 
 def _size(n: int | None) -> str:
@@ -80,9 +99,11 @@ class DashboardServer:
         self._clock = clock
         self._started = clock()
         self._runner: web.AppRunner | None = None
-        # (when, since, usage per day, session count): the store's aggregates, re-read at
-        # most every AGGREGATES_TTL_S so an open overview polling every 2 s costs little
-        self._aggregates: tuple[float, float, list[DayUsage], int] | None = None
+        # (when, since, the tally before the read, usage per day): the store's usage per day
+        # (a sum over every session of 14 days), re-read every AGGREGATES_TTL_S; in between
+        # the overview adds what the tally gained since the read, so the chart is current
+        # after every turn with no such query per turn or per poll
+        self._aggregates: tuple[float, float, TallySnapshot, list[DayUsage]] | None = None
         self.port = 0
         self._env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(HERE / "templates")),
@@ -165,19 +186,24 @@ class DashboardServer:
         return self._auth.csrf_ok(request, str(form.get("csrf", "")))
 
     # -- rendering -----------------------------------------------------------------------------
-    def _page(self, request: web.Request, name: str, status: int = 200,
-              **ctx: Any) -> web.Response:
+    async def _page(self, request: web.Request, name: str, status: int = 200,
+                    **ctx: Any) -> web.Response:
         csrf = self._auth.csrf_of(request)
         resp = web.Response(status=status, content_type="text/html", charset="utf-8")
         if csrf is None and not self._auth.needs_login:
             csrf = self._auth.open_session(resp)
-        resp.text = self._env.get_template(name).render(
-            csrf=csrf or "", login=self._auth.needs_login, path=request.path, **ctx)
+        resp.text = await self._render(name, csrf=csrf or "", login=self._auth.needs_login,
+                                       path=request.path, **ctx)
         return resp
 
-    def _fragment(self, name: str, **ctx: Any) -> web.Response:
-        return web.Response(text=self._env.get_template(name).render(**ctx),
-                            content_type="text/html", charset="utf-8")
+    async def _fragment(self, name: str, **ctx: Any) -> web.Response:
+        return web.Response(text=await self._render(name, **ctx), content_type="text/html",
+                            charset="utf-8")
+
+    async def _render(self, name: str, **ctx: Any) -> str:
+        """The template rendered in a worker thread (a transcript page is CPU work: it must
+        not hold the event loop that runs the turns)."""
+        return await asyncio.to_thread(self._env.get_template(name).render, **ctx)
 
     # -- overview ------------------------------------------------------------------------------
     async def overview_data(self) -> dict[str, Any]:
@@ -189,10 +215,11 @@ class DashboardServer:
                                     dt.UTC).timestamp()
         cached = self._aggregates
         if cached is None or now - cached[0] > AGGREGATES_TTL_S or cached[1] != since:
-            usage_rows, count = await asyncio.gather(store.usage_by_day(since),
-                                                     store.session_count())
-            cached = self._aggregates = (now, since, usage_rows, count)
-        _, _, usage, total = cached
+            mark = self._src.tally()
+            cached = self._aggregates = (now, since, mark, await store.usage_by_day(since))
+        _, _, mark, stored_usage = cached
+        usage = _plus(stored_usage, self._src.tally().since(mark))
+        total = await store.session_count()  # one COUNT(*): current on every page
         sessions = await self._src.sessions()
         comp = self._src.compression()
         raw = comp.get("running")
@@ -213,10 +240,10 @@ class DashboardServer:
         }
 
     async def _overview(self, request: web.Request) -> web.Response:
-        return self._page(request, "overview.html", **await self.overview_data())
+        return await self._page(request, "overview.html", **await self.overview_data())
 
     async def _overview_fragment(self, request: web.Request) -> web.Response:
-        return self._fragment("_overview.html", **await self.overview_data())
+        return await self._fragment("_overview.html", **await self.overview_data())
 
     # -- sessions ------------------------------------------------------------------------------
     async def _sessions_data(self, request: web.Request) -> dict[str, Any]:
@@ -227,10 +254,10 @@ class DashboardServer:
         return {"q": "", "hits": [], "rows": await store.list_sessions(limit=PAGE)}
 
     async def _sessions(self, request: web.Request) -> web.Response:
-        return self._page(request, "sessions.html", **await self._sessions_data(request))
+        return await self._page(request, "sessions.html", **await self._sessions_data(request))
 
     async def _sessions_fragment(self, request: web.Request) -> web.Response:
-        return self._fragment("_sessions.html", **await self._sessions_data(request))
+        return await self._fragment("_sessions.html", **await self._sessions_data(request))
 
     async def _find(self, request: web.Request) -> Session:
         s = await self._src.store.get_session(request.match_info["sid"][:200])
@@ -241,11 +268,11 @@ class DashboardServer:
     async def _session(self, request: web.Request) -> web.Response:
         store = self._src.store
         s = await self._find(request)
-        ancestors, children, messages = await asyncio.gather(
-            store.ancestors(s.id), store.children(s.id), store.load_all(s.id))
-        return self._page(request, "session.html", s=s, ancestors=ancestors,
-                          children=children, messages=messages[-500:],
-                          hidden=max(len(messages) - 500, 0))
+        ancestors, children, (messages, total) = await asyncio.gather(
+            store.ancestors(s.id), store.children(s.id), store.load_tail(s.id, TRANSCRIPT))
+        return await self._page(request, "session.html", s=s, ancestors=ancestors,
+                                children=children, messages=messages,
+                                hidden=max(total - len(messages), 0))
 
     async def _export(self, request: web.Request) -> web.Response:
         s = await self._find(request)
@@ -262,7 +289,7 @@ class DashboardServer:
         store = self._src.store
         pending, approved = await asyncio.gather(store.pending_pairing_codes(),
                                                  store.approved_users())
-        return self._page(request, "pairing.html", status=status, pending=pending,
+        return await self._page(request, "pairing.html", status=status, pending=pending,
                           approved=approved, note=note)
 
     async def _approve(self, request: web.Request) -> web.Response:
@@ -292,7 +319,7 @@ class DashboardServer:
     async def _login_form(self, request: web.Request) -> web.StreamResponse:
         if not self._auth.needs_login:
             return _redirect("/")
-        return self._page(request, "login.html")
+        return await self._page(request, "login.html")
 
     async def _login(self, request: web.Request) -> web.StreamResponse:
         if not self._auth.needs_login:
@@ -300,7 +327,7 @@ class DashboardServer:
         form = await request.post()
         if not self._auth.token_ok(str(form.get("token", ""))):
             log.warning("dashboard_login_refused")
-            return self._page(request, "login.html", status=401, error=True)
+            return await self._page(request, "login.html", status=401, error=True)
         resp = _redirect("/")
         self._auth.open_session(resp)
         return resp

@@ -20,7 +20,8 @@ def dashboard_for(config: DashboardConfig, parts: GatewayParts, version: str,
     sources = DashboardSources(store=parts.store, adapters=parts.supervisor.snapshot,
                                sessions=sessions_status(parts, expose_ids=False),
                                compression=compression_status(parts, expose_ids=True),
-                               replicas=replicas_status(replicas), version=version)
+                               replicas=replicas_status(replicas), version=version,
+                               tally=parts.tally.snapshot)
     token = config.token.get_secret_value() if config.token is not None else None
     return DashboardServer(sources, host=config.host,
                            port=config.port if port is None else port, token=token)

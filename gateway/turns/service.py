@@ -45,6 +45,7 @@ from gateway.turns.sessions import ResetPolicy, SessionResolver
 from gateway.turns.steering import SteerDesk, Steering
 from gateway.turns.transcript import TurnTranscript
 from gateway.turns.usage import UsageRecorder
+from gateway.usage_tally import UsageTally
 from hermes_common.backoff import Backoff
 from storage.errors import FenceRejected
 from storage.fencing import current_fence
@@ -355,7 +356,8 @@ class TurnService:
                 _sync_memory(agent.memory, asked, reply)  # queued; never waits
             # Bookkeeping after the reply: the usage write hands back the guard state the
             # compression check needs (no read of its own, no race with the write).
-            stored = await self._usage.record(session.id, shown.usage, shown.delegated_usage)
+            stored = await self._usage.record(session.id, shown.usage, shown.delegated_usage,
+                                              started_at=session.started_at)
             compression, sid = self._compression, session.id
             last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
 
@@ -498,15 +500,17 @@ def build_turns(
     media: MediaReader | None = None,
     voice: VoiceReplies | None = None,
     reviews: ReviewHook | None = None,
+    tally: UsageTally | None = None,
 ) -> TurnService:
-    """Wire the turn layer from the gateway's parts."""
+    """Wire the turn layer from the gateway's parts (`tally`: counts the tokens it stores,
+    for the dashboard)."""
     builder = AgentBuilder(agents, store, delivery, approvals=approvals,
                            approval_timeout_s=approval_timeout_s)
     return TurnService(
         store, delivery,
         sessions=SessionResolver(store, builder, policy=reset, format_hint=format_hint,
                                  clock=clock, memory=agents.memory),
-        agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics),
+        agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics, tally),
         compression=compression, settings=settings, metrics=metrics, media=media,
         voice=voice,
         reviews=reviews,

@@ -8,6 +8,7 @@ import structlog
 
 from agent_core.events import Usage
 from gateway.metrics import GatewayMetrics
+from gateway.usage_tally import UsageTally
 from storage.ports import UsageLedger
 from storage.types import GuardState
 
@@ -17,16 +18,20 @@ log = structlog.get_logger("gateway.turns")
 
 
 class UsageRecorder:
-    def __init__(self, ledger: UsageLedger, metrics: GatewayMetrics | None = None) -> None:
+    def __init__(self, ledger: UsageLedger, metrics: GatewayMetrics | None = None,
+                 tally: UsageTally | None = None) -> None:
         self._ledger = ledger
         self._metrics = metrics
+        self._tally = tally
 
     async def record(self, session_id: str, usage: Sequence[Usage],
-                     delegated: Sequence[Usage] = ()) -> GuardState | None:
+                     delegated: Sequence[Usage] = (), *,
+                     started_at: float | None = None) -> GuardState | None:
         """Add the turn's usage (one entry per model call) and its subagents' (`delegated`:
         their tokens and calls count, but the context size the compression check reads is the
-        turn's own last prompt). Returns the compression guard state from before it (None
-        when nothing was recorded). Must not raise."""
+        turn's own last prompt) to the session (which started at `started_at`, for the
+        dashboard's tally). Returns the compression guard state from before it (None when
+        nothing was recorded). Must not raise."""
         if not usage and not delegated:
             return None
         calls = [*usage, *delegated]
@@ -43,6 +48,8 @@ class UsageRecorder:
                 api_calls=len(calls),
                 last_prompt_tokens=(usage[-1].prompt_tokens or None) if usage else None,
             )
+            if self._tally is not None and started_at is not None:
+                self._tally.usage_recorded(started_at, prompt, completion)
         except Exception as exc:  # noqa: BLE001 - the reply is out; only counters are lost
             log.warning("usage_not_recorded", session_id=session_id, error=type(exc).__name__)
         if self._metrics is not None:

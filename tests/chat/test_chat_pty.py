@@ -101,3 +101,29 @@ async def test_q_json_answers_once_and_resume_continues(tmp_path: Path,
     assert json.loads(back.stdout)["session"] == sid
     seen = [m.get("content") for m in model.requests[-1].body["messages"]]
     assert "my colour is blue" in seen                  # the resumed history reached the model
+
+
+async def test_resume_by_session_id_continues_that_session(tmp_path: Path,
+                                                           model: FakeOpenAIServer) -> None:
+    """`hermes chat --resume <id>` (the id `--json` printed) goes back to an untitled session
+    after /new left it."""
+    write_profile(tmp_path, model.base_url)
+    model.enqueue(Reply(text="Noted: the key is under the mat."))
+    first = await asyncio.to_thread(hermes, tmp_path, "chat", "-q", "the key is under the mat",
+                                    "--json")
+    assert first.returncode == 0, first.stderr
+    sid = json.loads(first.stdout)["session"]
+    left = await asyncio.to_thread(hermes, tmp_path, "chat", "-q", "/new")
+    assert "New session" in left.stdout, left.stderr
+    model.enqueue(Reply(text="Under the mat."))
+    back = await asyncio.to_thread(hermes, tmp_path, "chat", "--resume", sid, "-q",
+                                   "where is the key?", "--json")
+    assert back.returncode == 0, back.stderr
+    out = json.loads(back.stdout)
+    assert out["session"] == sid and out["reply"] == "Under the mat."
+    seen = [m.get("content") for m in model.requests[-1].body["messages"]]
+    assert seen[-3:] == ["the key is under the mat", "Noted: the key is under the mat.",
+                         "where is the key?"]
+    missing = await asyncio.to_thread(hermes, tmp_path, "chat", "--resume", "no-such-session",
+                                      "-q", "hello")
+    assert missing.returncode == 1 and "hermes: error:" in missing.stderr

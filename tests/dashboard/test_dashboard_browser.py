@@ -4,7 +4,9 @@ open its lineage after /compress, approve a pairing code and see the user get in
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,28 @@ async def _shot(page: Any, name: str) -> None:
     if SHOTS:
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
         await page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+
+
+#: True once the overview says sessions are stored and today's input bar has a height.
+TODAY_CHARTED = """() => {
+  const n = document.querySelector('#total-sessions');
+  const bars = document.querySelectorAll('svg.chart rect.in');
+  const today = bars[bars.length - 1];
+  return n && Number(n.textContent) > 0 && today && Number(today.getAttribute('height')) > 0;
+}"""
+
+
+async def _tokens(runner: GatewayRunner) -> bool:
+    rows = await runner.store.list_sessions(limit=5)
+    return any(r.input_tokens > 0 for r in rows)
+
+
+async def _until(check: Callable[[], Awaitable[bool]], what: str, timeout_s: float = 10) -> None:
+    for _ in range(int(timeout_s / 0.05)):
+        if await check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def _say(client: AsyncOpenAI, text: str, session: str = "zebra-talk") -> str:
@@ -66,7 +90,20 @@ async def test_operator_walkthrough(gateway: tuple[GatewayRunner, FakeAdapter],
     assert "No sessions yet." not in await page.inner_text("#live")
     await _shot(page, "sessions")
 
+    # The overview read its totals (none) at the login a moment ago; once the turn's usage
+    # is in state.db the overview counts the session and charts today's tokens.
+    stored = await runner.store.list_sessions(limit=5)
+    await _until(lambda: _tokens(runner), "the turn's usage in state.db")
+    await page.goto(base + "/")
+    await page.wait_for_function(TODAY_CHARTED, timeout=5_000)
+    assert int(await page.inner_text("#total-sessions")) == len(stored) == 1
+    today = page.locator("svg.chart rect.in").last
+    assert float(await today.get_attribute("height") or 0) > 0
+    box = await today.bounding_box()
+    assert box is not None and box["height"] > 0
+
     # Search it (the same FTS search as `hermes sessions search`).
+    await page.goto(base + "/sessions")
     await page.fill("#q", "zebras")
     await page.click("form[role=search] button")
     hits = await page.inner_text("#live")
@@ -109,10 +146,13 @@ async def test_operator_walkthrough(gateway: tuple[GatewayRunner, FakeAdapter],
     await fake.wait_for(lambda: "Welcome in, Nine." in fake.messages("c9"), 10)
     assert len(model.requests) == before + 1
 
-    # The live overview shows the usage chart and the compression outcome.
+    # The live overview shows the usage chart (today's bar up) and the compression outcome.
     await page.goto(base + "/")
+    await page.wait_for_function(TODAY_CHARTED, timeout=5_000)
     assert "compressed: 1" in await page.inner_text("#live")
     assert await page.locator("svg.chart rect.in").count() == 14
+    assert int(await page.inner_text("#total-sessions")) == len(
+        await runner.store.list_sessions(limit=50)) >= 3
     await _shot(page, "overview")
 
     # Revoke: the user is out again.
@@ -120,6 +160,48 @@ async def test_operator_walkthrough(gateway: tuple[GatewayRunner, FakeAdapter],
     await page.click("button:has-text('Revoke')")
     assert "Revoked u9 on fake." in await page.inner_text("main")
     await client.close()
+
+
+async def test_every_page_reads_without_javascript(
+        gateway: tuple[GatewayRunner, FakeAdapter], model: FakeOpenAIServer,
+        browser: Any) -> None:
+    """A browser with JavaScript off: log in, read the overview, the sessions list and a
+    transcript (the live refresh is the only thing missing: a reload shows what is new)."""
+    runner, fake = gateway
+    assert runner.dashboard is not None
+    base = runner.dashboard.url.rstrip("/")
+    context = await browser.new_context(java_script_enabled=False)
+    page = await context.new_page()
+    await page.goto(base + "/")
+    assert page.url.endswith("/login")
+    await page.fill("#token", TOKEN)
+    await page.click("button[type=submit]")
+    await page.wait_for_url(base + "/")
+    overview = await page.inner_text("main")
+    assert "Adapters" in overview and "connected" in overview
+    assert await page.inner_text("#total-sessions") == "0"
+
+    await page.goto(base + "/sessions")
+    assert "No sessions yet." in await page.inner_text("#live")
+    model.enqueue(Reply(text="Okapis live in the Ituri forest."))
+    await fake.inject("where do okapis live?", chat_id="c1", user_id="u1")
+    await fake.wait_turns(1, timeout_s=15)
+    await _until(lambda: _tokens(runner), "the turn's usage in state.db")
+    await asyncio.sleep(2.5)  # two polls' worth: nothing refreshes the page without a script
+    assert "No sessions yet." in await page.inner_text("#live")
+    assert await page.get_attribute("#live", "data-updated") is None
+
+    await page.reload()
+    await page.click("#live td a")
+    assert "/sessions/" in page.url
+    transcript = await page.inner_text("ol.transcript")
+    assert "where do okapis live?" in transcript
+    assert "Okapis live in the Ituri forest." in transcript
+    await page.goto(base + "/")
+    assert await page.inner_text("#total-sessions") == "1"
+    today = page.locator("svg.chart rect.in").last
+    assert float(await today.get_attribute("height") or 0) > 0
+    await context.close()
 
 
 async def test_forms_need_the_csrf_token_and_pages_escape(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 
 def test_demo_runs_offline_and_shows_the_main_job(tmp_path: Path) -> None:
@@ -62,9 +65,30 @@ def test_demo_keep_leaves_the_gateway_up_until_ctrl_c(tmp_path: Path) -> None:
                 api.group(1) + "/models", headers={"Authorization": "Bearer demo-local-key"}),
                 timeout=10) as resp:  # the gateway still answers after the script
             assert resp.status == 200
+        dash = re.search(r"Dashboard: (http://127\.0\.0\.1:\d+/) \(open it in a browser\)",
+                         text)
+        assert dash, text[-2000:]
+        with urllib.request.urlopen(dash.group(1), timeout=10) as resp:  # loopback: no login
+            assert resp.status == 200
+            page = resp.read().decode()
+        assert "<h1>Overview</h1>" in page and "api" in page
+        stored = re.search(r'id="total-sessions">(\d+)<', page)
+        assert stored and int(stored.group(1)) >= 2   # the demo's session and its child
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_make_demo_passes_args_to_hermes_demo() -> None:
+    """`make demo ARGS=--keep` runs `hermes demo --keep` (a dry run: nothing is built)."""
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("no make on this host")
+    root = Path(__file__).resolve().parents[2]
+    dry = subprocess.run([make, "-n", "-C", str(root), "-o", ".venv/.installed", "demo",
+                          "ARGS=--keep"], capture_output=True, text=True, timeout=30)
+    assert dry.returncode == 0, dry.stderr
+    assert re.search(r"^\S*hermes demo --keep$", dry.stdout, re.M), dry.stdout

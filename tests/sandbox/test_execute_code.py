@@ -16,6 +16,7 @@ from agent_core.sandbox import CodeSandbox, Isolation, SandboxLimits
 from agent_core.tools.base import ToolCall, ToolContext, ToolOutcome
 from agent_core.tools.builtin.code import execute_code_tool
 from agent_core.tools.registry import ToolRegistry, default_registry
+from agent_core.tools.toolsets import select
 
 
 def _registry(**limits: float) -> tuple[ToolRegistry, CodeSandbox]:
@@ -67,9 +68,40 @@ async def test_only_the_chosen_tools_are_callable(tmp_path: Path) -> None:
         tmp_path)
     assert out.ok, out.content
     for name in ("write_file", "execute_code", "clarify"):
-        assert f"refused {name} - tool '{name}' is not available here" in out.content
+        assert f"refused {name} - tool '{name}' may not be called from this script" in out.content
     assert not (tmp_path / "x").exists()
     assert "0 tool call(s)" in out.content
+
+
+async def test_a_script_calls_only_the_tools_its_session_is_offered(tmp_path: Path) -> None:
+    """With only the `code` toolset on, read_file and write_file are in `tools.code.tools` but
+    not offered to the session: the script cannot reach the workspace through them, and is
+    told why. The same script in a session offered `files` reads the file."""
+    (tmp_path / "a.txt").write_text("secret")
+    registry = default_registry()
+    sandbox = CodeSandbox(SandboxLimits(timeout_s=10))
+    registry.register(execute_code_tool(registry, sandbox, ["read_file", "write_file"]))
+    code = ("from hermes_tools import read_file, write_file, ToolCallError\n"
+            "for name, fn, args in (('read', read_file, ('a.txt',)),\n"
+            "                       ('write', write_file, ('b.txt', 'x'))):\n"
+            "    try:\n        print(name, 'gave', fn(*args))\n"
+            "    except ToolCallError as exc:\n        print(name, 'refused:', exc)\n")
+    call = ToolCall("c1", "execute_code", json.dumps({"code": code}))
+    code_only = select(registry, ["code"])
+    assert code_only.names() == ["execute_code"]
+    (out,) = await code_only.execute([call], ToolContext(workspace=tmp_path))
+    assert out.ok, out.content
+    assert "secret" not in out.content
+    assert "read refused: tool 'read_file' may not be called from this script" in out.content
+    assert "write refused: tool 'write_file' may not be called from this script" in out.content
+    assert "(it may call: none)" in out.content
+    assert "0 tool call(s)" in out.content
+    assert not (tmp_path / "b.txt").exists()
+
+    with_files = select(registry, ["code", "files"])
+    (out,) = await with_files.execute([call], ToolContext(workspace=tmp_path))
+    assert "read gave a.txt" in out.content and "1|secret" in out.content
+    assert (tmp_path / "b.txt").read_text() == "x"
 
 
 async def test_the_tool_call_limit_refuses_further_calls(tmp_path: Path) -> None:

@@ -138,6 +138,21 @@ async def test_rewind_hides_last_user_turns(store: StateStore) -> None:
     assert await store.rewind(s.id, 1) == []
 
 
+async def test_load_tail_reads_the_newest_rows_in_order_and_the_count(
+        store: StateStore) -> None:
+    s = await store.create_session(source="telegram", session_key="k")
+    for i in range(4):
+        await store.append_messages(s.id, turn(f"question {i}", f"answer {i}"))
+    await store.rewind(s.id, 1)
+    tail, total = await store.load_tail(s.id, 3)
+    assert total == 8
+    assert [m["content"] for m in tail] == ["answer 2", "question 3", "answer 3"]
+    assert [m["_active"] for m in tail] == [True, False, False]  # hidden rows included
+    assert tail == (await store.load_all(s.id))[-3:]
+    assert await store.load_tail(s.id, 50) == (await store.load_all(s.id), 8)
+    assert await store.load_tail("no-such-session", 5) == ([], 0)
+
+
 async def test_branch_copies_active_history(store: StateStore) -> None:
     s = await store.create_session(source="telegram", session_key="k", system_prompt="SP")
     await store.append_messages(s.id, turn("one", "two"))
