@@ -125,7 +125,7 @@ class MessagesMixin(StoreBase):
 
         async def fn(conn: Conn) -> tuple[list[Row], int]:
             rows = await conn.execute_fetchall(
-                f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ?"
+                f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ?"
                 " ORDER BY id DESC LIMIT ?", (session_id, max(0, limit)))
             total = await conn.execute_fetchall(
                 "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,))
