@@ -9,15 +9,15 @@ then on. `ProviderRouter` holds the providers in fallback order (primary first).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
 
-import openai
 import structlog
-from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from agent_core.credentials import Cooldowns, Credential, CredentialPool
@@ -25,11 +25,37 @@ from agent_core.errors import FailoverReason, classify
 from agent_core.events import Usage
 from agent_core.tools.base import ToolCall
 
+if TYPE_CHECKING:
+    import openai
+
 log = structlog.get_logger("agent_core.provider")
 
-__all__ = ["ModelResponse", "ProviderClient", "ProviderRouter", "ProviderSettings"]
+__all__ = ["ModelResponse", "ProviderClient", "ProviderRouter", "ProviderSettings",
+           "load_sdk"]
 
 DeltaCallback = Callable[[str], None]
+
+
+_SDK: list[ModuleType] = []
+
+
+def _sdk() -> ModuleType:
+    """The `openai` package. Imported with the first model call (`load_sdk`): it is the
+    largest import of the process (most of a second and about 25 MB beyond what the gateway
+    loads anyway), and a gateway that has not called a model yet does not need it."""
+    if not _SDK:
+        import openai
+
+        _SDK.append(openai)
+    return _SDK[0]
+
+
+async def load_sdk() -> ModuleType:
+    """`_sdk()` without blocking the event loop: the first import runs in a thread (a turn's
+    first model call must not stall every other session, or a lease's renewal)."""
+    if _SDK:
+        return _SDK[0]
+    return await asyncio.to_thread(_sdk)
 
 
 class ProviderSettings(BaseModel):
@@ -130,14 +156,15 @@ class ProviderClient:
     def client_for(self, cred: Credential) -> openai.AsyncOpenAI:
         client = self._clients.get(cred.key)
         if client is None:
+            sdk = _sdk()
             # The SDK's aiohttp transport (openai[aiohttp]) costs about half the CPU per request
             # of its default httpx transport; one per client so closing one closes only it.
             kwargs: dict[str, Any] = {
                 "http_client": self._http_client
                 if self._http_client is not None
-                else openai.DefaultAioHttpClient(timeout=self.settings.timeout_s)
+                else sdk.DefaultAioHttpClient(timeout=self.settings.timeout_s)
             }
-            client = openai.AsyncOpenAI(
+            client = sdk.AsyncOpenAI(
                 base_url=self.settings.base_url,
                 api_key=cred.key,
                 timeout=self.settings.timeout_s,
@@ -165,11 +192,12 @@ class ProviderClient:
             params.update(self.settings.extra_body)
         if tools:
             params["tools"] = tools
+        await load_sdk()
         client = self.client_for(cred)
         if self.streaming:
             try:
                 return await self._stream(client, params, on_text, on_reasoning)
-            except openai.BadRequestError as exc:
+            except _sdk().BadRequestError as exc:
                 if classify(exc).reason is not FailoverReason.STREAM_UNSUPPORTED:
                     raise
                 self.streaming = False
@@ -190,7 +218,7 @@ class ProviderClient:
             content=self._encode(params, stream=True),
             cast_to=object,
             stream=True,
-            stream_cls=openai.AsyncStream[object],
+            stream_cls=_sdk().AsyncStream[object],
         )
         text: list[str] = []
         reasoning: list[str] = []
@@ -256,6 +284,8 @@ class ProviderClient:
         on_text: DeltaCallback | None,
         on_reasoning: DeltaCallback | None,
     ) -> ModelResponse:
+        from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
+
         resp = await client.post(
             "/chat/completions", content=self._encode(params, stream=False),
             cast_to=ChatCompletion

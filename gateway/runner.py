@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from agent_core import threats
 from agent_core.tools.toolsets import ToolSource
 from gateway.agents import AgentFactory
 from gateway.compression.hook import CompressionService
@@ -456,6 +457,7 @@ class GatewayRunner:
                  expired=expired, rerun=rerun, requeued=held, parked=parts.manager.parked_count,
                  boot_id=parts.inbox.boot_id, host=socket.gethostname(),
                  event_loop=loop_name(asyncio.get_running_loop()))
+        threats.warm()  # in a thread: the first scan of a prompt file must not stall the loop
 
     def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()

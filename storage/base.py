@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from storage.db import ReaderPool, Writer, with_busy_retry
 from storage.errors import SessionNotFoundError
+from storage.histcache import HistoryCache
 from storage.sqlconn import Conn, Row
 from storage.syncconn import SqliteConn, drive, run_in_thread
 from storage.types import Session
@@ -39,6 +40,14 @@ class StoreBase:
     each backend's store class provides them (its writer, its readers)."""
 
     _clock: Clock
+    _history_cache: HistoryCache | None = None
+
+    @property
+    def _histories(self) -> HistoryCache:
+        """The decoded transcripts of recently read sessions (see `storage.histcache`)."""
+        if self._history_cache is None:
+            self._history_cache = HistoryCache()
+        return self._history_cache
 
     async def _write(self, op: Callable[[Conn], Coroutine[Any, Any, T]]) -> T:
         """Run `op` in a write transaction (committed when this returns)."""

@@ -11,12 +11,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from storage.base import StoreBase, fetch_session
-from storage.codec import message_to_row
+from storage.codec import message_to_row, row_to_message
 from storage.errors import SessionNotFoundError, is_missing_parent
 from storage.fencing import check_session_fence, current_fence
+from storage.histcache import CachedHistory, HistoryCache
 from storage.inbox import release_on
 from storage.lineage import _tip_on
-from storage.messages import history_on, insert_rows
+from storage.messages import VISIBLE_COLS, history_on, insert_rows
 from storage.sqlconn import Conn
 from storage.types import Session
 
@@ -67,17 +68,49 @@ class LiveMixin(StoreBase):
 
     async def live_history(self, session_id: str) -> tuple[Session, list[dict[str, Any]]]:
         """The live tip of `session_id`'s compression lineage and its active transcript, read
-        together. Raises `SessionNotFoundError`."""
+        together (the caller may change the list and its dicts; nested values are shared with
+        the cache and must not be changed in place). Raises `SessionNotFoundError`."""
+        cache = self._histories
 
         async def fn(conn: Conn) -> tuple[Session, list[dict[str, Any]]]:
-            # one snapshot for the three statements (PostgreSQL's default isolation takes a
-            # new snapshot per statement)
+            # one snapshot for the statements (PostgreSQL's default isolation takes a new
+            # snapshot per statement)
             await conn.execute("BEGIN" if conn.dialect == "sqlite"
                                else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
                 session = await fetch_session(conn, await _tip_on(conn, session_id))
-                return session, await history_on(conn, session.id)
+                return session, await _cached_history(conn, cache, session.id)
             finally:
                 await conn.execute("COMMIT")
 
         return await self._read(fn)
+
+
+async def _cached_history(conn: Conn, cache: HistoryCache, session_id: str
+                          ) -> list[dict[str, Any]]:
+    """`history_on`, decoding only the rows the cache does not hold yet."""
+    [(count, max_id, size)] = list(await conn.execute_fetchall(
+        "SELECT count(*), coalesce(max(id), 0), coalesce(sum(length(content)), 0)"
+        " FROM messages WHERE session_id = ? AND active = 1", (session_id,)))
+    entry = cache.get(session_id)
+    if entry is not None and (entry.count, entry.max_id, entry.size) == (count, max_id, size):
+        cache.hits += 1
+        return [dict(m) for m in entry.rows]
+    rows: tuple[dict[str, Any], ...] | None = None
+    if entry is not None and max_id > entry.max_id:
+        new = [row_to_message(r) for r in await conn.execute_fetchall(
+            f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1"
+            " AND id > ? ORDER BY id", (session_id, entry.max_id))]
+        [(_, new_size)] = list(await conn.execute_fetchall(
+            "SELECT count(*), coalesce(sum(length(content)), 0) FROM messages"
+            " WHERE session_id = ? AND active = 1 AND id > ?", (session_id, entry.max_id)))
+        if entry.count + len(new) == count and entry.size + new_size == size:
+            cache.extended += 1
+            rows = (*entry.rows, *new)
+    if rows is None:
+        cache.misses += 1
+        rows = tuple(await history_on(conn, session_id))
+        count, max_id = len(rows), (rows[-1]["_id"] if rows else 0)
+    cache.put(session_id, CachedHistory(count, max_id, size, rows))
+    return [dict(m) for m in rows]
+

@@ -17,7 +17,7 @@ APPEND_KEY = "append"
 _INSERT_SQL = (
     f"INSERT INTO messages (id, {MESSAGE_COLUMNS}) VALUES ({', '.join('?' * 17)})"
 )
-_VISIBLE_COLS = f"id, {MESSAGE_COLUMNS}"
+VISIBLE_COLS = f"id, {MESSAGE_COLUMNS}"
 
 
 async def insert_rows(
@@ -50,7 +50,7 @@ async def insert_rows(
 async def history_on(conn: Conn, session_id: str) -> list[dict[str, Any]]:
     """The active transcript of `session_id` in id order, read through `conn`."""
     rows = await conn.execute_fetchall(
-        f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
+        f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
         (session_id,))
     return [row_to_message(r) for r in rows]
 
@@ -114,7 +114,7 @@ class MessagesMixin(StoreBase):
         """Every row of the session in id order, with `_active`/`_compacted` flags."""
         cond = "" if include_inactive else " AND active = 1"
         rows = await self._fetchall(
-            f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ?{cond} ORDER BY id",
+            f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ?{cond} ORDER BY id",
             (session_id,),
         )
         return [row_to_message(r, with_flags=True) for r in rows]
@@ -125,7 +125,7 @@ class MessagesMixin(StoreBase):
 
         async def fn(conn: Conn) -> tuple[list[Row], int]:
             rows = await conn.execute_fetchall(
-                f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ?"
+                f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ?"
                 " ORDER BY id DESC LIMIT ?", (session_id, max(0, limit)))
             total = await conn.execute_fetchall(
                 "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,))
@@ -135,14 +135,14 @@ class MessagesMixin(StoreBase):
         return [row_to_message(r, with_flags=True) for r in reversed(rows)], total
 
     async def get_message(self, message_id: int) -> dict[str, Any] | None:
-        row = await self._fetchone(f"SELECT {_VISIBLE_COLS} FROM messages WHERE id = ?", (message_id,))
+        row = await self._fetchone(f"SELECT {VISIBLE_COLS} FROM messages WHERE id = ?", (message_id,))
         return row_to_message(row, with_flags=True) if row else None
 
     async def find_by_platform_message_id(
         self, session_id: str, platform_message_id: str
     ) -> dict[str, Any] | None:
         row = await self._fetchone(
-            f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ?"
+            f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ?"
             " AND platform_message_id = ? ORDER BY id DESC LIMIT 1",
             (session_id, platform_message_id),
         )
@@ -168,9 +168,10 @@ class MessagesMixin(StoreBase):
 
         async def op(conn: Conn) -> bool:
             rows = list(await conn.execute_fetchall(
-                "SELECT meta FROM messages WHERE id = ?", (message_id,)))
+                "SELECT meta, session_id FROM messages WHERE id = ?", (message_id,)))
             if not rows:
                 return False
+            self._histories.forget(rows[0][1])  # its cached transcript holds the old text
             extra: dict[str, Any] = json.loads(rows[0][0]) if rows[0][0] else {}
             extra.update(meta or {})
             await conn.execute(
@@ -201,7 +202,7 @@ class MessagesMixin(StoreBase):
             start = users[-1][0]
             rows = list(
                 await conn.execute_fetchall(
-                    f"SELECT {_VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1"
+                    f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1"
                     " AND id >= ? ORDER BY id",
                     (session_id, start),
                 )

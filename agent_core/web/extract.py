@@ -10,21 +10,15 @@ Plain text, JSON and XML bodies are decoded and returned as they are.
 
 from __future__ import annotations
 
+import functools
+from configparser import ConfigParser
 from dataclasses import dataclass
-
-import lxml.etree
-import lxml.html
-import trafilatura
-from trafilatura.settings import use_config
 
 __all__ = ["FULL_EXTRACTION_MAX_CHARS", "Extracted", "extract_page"]
 
 FULL_EXTRACTION_MAX_CHARS = 200_000
 _NOISE = ("script", "style", "noscript", "svg", "template", "iframe", "object", "embed",
           "canvas", "math")
-_CONFIG = use_config()
-_CONFIG.set("DEFAULT", "MIN_EXTRACTED_SIZE", "1")  # short pages are pages too
-_CONFIG.set("DEFAULT", "EXTRACTION_TIMEOUT", "0")  # its signal-based timeout needs the main thread
 _TEXT_TYPES = ("text/plain", "text/markdown", "text/csv", "application/json", "text/xml",
                "application/xml")
 
@@ -34,6 +28,18 @@ class Extracted:
     title: str
     text: str
     method: str  # "markdown" | "text" | "raw"
+
+
+@functools.cache
+def _config() -> ConfigParser:
+    # trafilatura and lxml load with the first page (about 0.2 s and 10 MB): a gateway whose
+    # web tools are off, or not yet used, never pays for them.
+    from trafilatura.settings import use_config
+
+    config = use_config()
+    config.set("DEFAULT", "MIN_EXTRACTED_SIZE", "1")  # short pages are pages too
+    config.set("DEFAULT", "EXTRACTION_TIMEOUT", "0")  # its signal timeout needs the main thread
+    return config
 
 
 def _decode(body: bytes, charset: str | None) -> str:
@@ -57,6 +63,10 @@ def extract_page(body: bytes, *, content_type: str, charset: str | None,
         raise ValueError(f"the page is {ctype}, not text or HTML")
     if not body.strip():
         raise ValueError("the page is empty")
+    import lxml.etree
+    import lxml.html
+    import trafilatura
+
     parser = None
     if charset:
         try:
@@ -79,7 +89,7 @@ def extract_page(body: bytes, *, content_type: str, charset: str | None,
     if visible <= FULL_EXTRACTION_MAX_CHARS:
         text = trafilatura.extract(tree, url=url, output_format="markdown", include_links=True,
                                    include_tables=True, include_comments=False, fast=True,
-                                   config=_CONFIG)
+                                   config=_config())
     if not text:
         method = "text"
         text = trafilatura.html2txt(tree)

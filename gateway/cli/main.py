@@ -11,7 +11,11 @@ import os
 import sys
 from typing import Annotated
 
-import typer
+# Plain help (click's layout): typer's rich help panels cost about 40% of `hermes --help`
+# (rich and its console, loaded for every help screen). TYPER_USE_RICH=1 brings them back.
+os.environ.setdefault("TYPER_USE_RICH", "0")
+
+import typer  # noqa: E402 - after the choice above, which typer reads on import
 
 from gateway import __version__
 

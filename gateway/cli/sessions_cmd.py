@@ -14,9 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from gateway.cli.bootstrap import EXIT_USAGE, fail, run_async
 from gateway.cli.terminal import safe_text
@@ -108,6 +105,9 @@ def list_cmd(
     if as_json:
         _emit_json([_session_summary(s) for s in sessions])
         return
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=f"{len(sessions)} session(s)")
     for col in ("id", "title", "source", "started", "msgs", "state"):
         table.add_column(col, overflow="fold")
@@ -144,6 +144,10 @@ def show(
     if as_json:
         _emit_json({"session": s.to_dict(), "ancestors": lineage, "messages": msgs})
         return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     console = Console()
     console.print(safe_text(f"{s.title or s.id}  ({s.id})", style="bold"))
     console.print(
@@ -183,6 +187,9 @@ def search(
     if as_json:
         _emit_json([h.to_dict() for h in hits])
         return
+    from rich.console import Console
+    from rich.table import Table
+
     if not hits:
         Console().print("no matches")
         return

@@ -8,8 +8,10 @@ control sequences (an ESC can rewrite the terminal's title, colours or clipboard
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from rich.text import Text
+if TYPE_CHECKING:  # rich loads when a command prints a table, not with `--help`
+    from rich.text import Text
 
 __all__ = ["plain", "safe_text"]
 
@@ -25,4 +27,6 @@ def plain(value: object) -> str:
 
 def safe_text(value: object, style: str = "") -> Text:
     """A rich `Text` (never parsed as markup) of `plain(value)`."""
+    from rich.text import Text
+
     return Text(plain(value), style=style)

@@ -31,6 +31,7 @@ from agent_core.compression import (
     blocked_reason,
     record_failure,
 )
+from agent_core.provider import load_sdk
 from agent_core.tokens import TOKEN_CACHE_KEY
 from gateway.compression.guardstate import from_stored, to_fields
 from gateway.compression.outcome import JobOutcome
@@ -137,6 +138,9 @@ class JobRunner:
                 return JobOutcome("not_found", sid, detail="no such session")
             if not session.is_live:
                 return JobOutcome("superseded", sid, detail="the session has already ended")
+            # The summary needs the model SDK: load it (once per process, seconds on a busy
+            # host) before the lease's clock starts, not while renewals must keep up.
+            await load_sdk()
             lease = await self.store.acquire_lease(sid, self.holder(job_id), self.lease_seconds)
         except StorageError as exc:
             return JobOutcome("failed", sid, detail=f"storage error: {type(exc).__name__}")

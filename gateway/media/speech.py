@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import openai
 import structlog
 
+from agent_core.provider import load_sdk
 from hermes_common.redact import redact
 from hermes_common.text import code_fence_ranges, to_plain
 
 __all__ = ["MAX_SPEECH_BYTES", "OpenAISynthesizer", "SpeechError", "Synthesizer", "TtsSettings",
            "speakable"]
+
+if TYPE_CHECKING:
+    import openai
 
 log = structlog.get_logger("gateway.media.speech")
 
@@ -92,14 +95,17 @@ class OpenAISynthesizer:
 
     def __init__(self, settings: TtsSettings) -> None:
         self._s = settings
-        self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key,
-                                          timeout=settings.timeout_s, max_retries=1)
+        self._made: openai.AsyncOpenAI | None = None
 
     async def synthesize(self, text: str) -> bytes:
+        sdk = await load_sdk()  # off the loop, once; the client is made with the first reply
+        if self._made is None:
+            self._made = sdk.AsyncOpenAI(base_url=self._s.base_url, api_key=self._s.api_key,
+                                         timeout=self._s.timeout_s, max_retries=1)
         chunks: list[bytes] = []
         size = 0
         try:
-            async with self._client.audio.speech.with_streaming_response.create(
+            async with self._made.audio.speech.with_streaming_response.create(
                     model=self._s.model, voice=self._s.voice, input=text,
                     response_format="opus") as resp:
                 async for chunk in resp.iter_bytes():
@@ -107,13 +113,13 @@ class OpenAISynthesizer:
                     if size > MAX_SPEECH_BYTES:
                         raise SpeechError("the text-to-speech service sent too much audio")
                     chunks.append(chunk)
-        except openai.APITimeoutError:
+        except sdk.APITimeoutError:
             raise SpeechError("the text-to-speech service took too long") from None
-        except openai.APIStatusError as exc:
+        except sdk.APIStatusError as exc:
             msg = _ERROR_CODE.sub("", exc.message.splitlines()[0])[:160] if exc.message else ""
             raise SpeechError(f"the text-to-speech service refused it "
                               f"(HTTP {exc.status_code}: {redact(msg)})") from None
-        except openai.APIConnectionError:
+        except sdk.APIConnectionError:
             raise SpeechError("the text-to-speech service could not be reached") from None
         data = b"".join(chunks)
         if not data:
@@ -121,4 +127,5 @@ class OpenAISynthesizer:
         return data
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._made is not None:
+            await self._made.close()

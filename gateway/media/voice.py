@@ -16,16 +16,19 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import openai
 import structlog
 
+from agent_core.provider import load_sdk
 from gateway.media.audio import Audio, AudioError, ConvertMode, examine_isolated
 from hermes_common.redact import redact
 
 __all__ = ["MAX_BYTES", "OPENAI_FORMATS", "OpenAITranscriber", "SttSettings", "Transcriber",
            "Transcript", "TranscriptionError", "audio_suffix"]
+
+if TYPE_CHECKING:
+    import openai
 
 log = structlog.get_logger("gateway.media.voice")
 
@@ -100,8 +103,15 @@ class OpenAITranscriber:
 
     def __init__(self, settings: SttSettings) -> None:
         self._s = settings
-        self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key,
-                                          timeout=settings.timeout_s, max_retries=1)
+        self._made: openai.AsyncOpenAI | None = None
+
+    async def _client(self) -> openai.AsyncOpenAI:
+        """Made with the first recording: the SDK loads off the loop (`load_sdk`)."""
+        if self._made is None:
+            sdk = await load_sdk()
+            self._made = sdk.AsyncOpenAI(base_url=self._s.base_url, api_key=self._s.api_key,
+                                         timeout=self._s.timeout_s, max_retries=1)
+        return self._made
 
     async def _examine(self, data: bytes, convert: ConvertMode) -> Audio:
         s = self._s
@@ -114,15 +124,16 @@ class OpenAITranscriber:
 
     async def transcribe(self, data: bytes, filename: str) -> Transcript:
         audio = await self._examine(data, self._s.convert)
+        sdk = await load_sdk()
         try:
             return await self._upload(data, filename, audio)
-        except openai.APIStatusError as exc:
+        except sdk.APIStatusError as exc:
             if audio.converted_to is None and self._s.convert == "auto" and _refuses_format(exc):
                 log.info("stt_format_refused", format=audio.format, status=exc.status_code)
                 converted = await self._examine(data, "always")
                 try:
                     return await self._upload(data, filename, converted)
-                except openai.APIStatusError as again:
+                except sdk.APIStatusError as again:
                     raise _refused(again) from None
             raise _refused(exc) from None
 
@@ -134,12 +145,13 @@ class OpenAITranscriber:
         if len(body) > MAX_BYTES:
             raise TranscriptionError(f"the recording is too large ({len(body) // 1_048_576} MB;"
                                      f" the limit is {MAX_BYTES // 1_048_576} MB)")
+        client = await self._client()
+        sdk = await load_sdk()
         try:
-            got = await self._client.audio.transcriptions.create(
-                model=self._s.model, file=(name, body))
-        except openai.APITimeoutError:
+            got = await client.audio.transcriptions.create(model=self._s.model, file=(name, body))
+        except sdk.APITimeoutError:
             raise TranscriptionError("the speech-to-text service took too long") from None
-        except openai.APIConnectionError:
+        except sdk.APIConnectionError:
             raise TranscriptionError("the speech-to-text service could not be reached") from None
         text = (got.text or "").strip()
         if not text:
@@ -147,7 +159,8 @@ class OpenAITranscriber:
         return Transcript(text, audio.seconds, audio.converted_to)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._made is not None:
+            await self._made.close()
 
 
 def _refused(exc: openai.APIStatusError) -> TranscriptionError:

@@ -23,8 +23,8 @@ print("LOADED", sorted({m.split(".")[0] for m in sys.modules} & set(%r)))
 """
 
 
-#: `--help` needs neither the event loop nor storage.
-HELP_HEAVY = (*HEAVY, "asyncio", "ssl", "aiosqlite", "storage")
+#: `--help` needs neither the event loop nor storage, nor rich (plain help).
+HELP_HEAVY = (*HEAVY, "asyncio", "ssl", "aiosqlite", "storage", "rich")
 
 
 @pytest.mark.parametrize(("argv", "heavy"), [(["--help"], HELP_HEAVY), (["config", "check"], HEAVY),

@@ -1,0 +1,51 @@
+"""A started gateway loads only what its enabled parts need (issue 21, deliverable 4): the model
+SDK comes with the first model call, the page extractor with the first page, platform SDKs
+with their adapters (the threat rules compile in a thread once the gateway is ready). The
+`openai` SDK alone is about 25 MB and most of a second on a small host."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+LATE = ("openai", "trafilatura", "lxml", "telegram", "slack_bolt",
+        "discord", "mcp", "jinja2", "prompt_toolkit")
+
+PROBE = """
+import asyncio, json, sys
+from pathlib import Path
+from tests.fakes.openai_server import FakeOpenAIServer, text
+from tests.gateway.runtime_harness import runner_for
+
+LATE = %r
+
+def loaded():
+    return sorted({m.split(".")[0] for m in sys.modules} & set(LATE))
+
+async def main():
+    async with FakeOpenAIServer() as model:
+        async with runner_for(Path(sys.argv[1]), model) as (runner, fake):
+            ready = loaded()
+            model.enqueue(text("Hello there."))
+            await fake.inject("hi")
+            await fake.wait_turns(1, timeout_s=60)
+            print(json.dumps({"ready": ready, "after_turn": loaded(),
+                              "chat": fake.messages("c1")}))
+
+asyncio.run(main())
+"""
+
+
+def test_the_model_sdk_loads_with_the_first_turn(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-c", PROBE % (LATE,), str(tmp_path)], cwd=root,
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["ready"] == [], f"a started gateway imported {got['ready']}"
+    assert got["chat"] == ["Hello there."]
+    assert got["after_turn"] == ["openai"]  # the turn needed the SDK, and nothing else
