@@ -9,8 +9,6 @@ import base64
 import io
 from dataclasses import dataclass
 
-from PIL import Image, ImageOps, UnidentifiedImageError
-
 __all__ = ["DRAFT_MIN_EDGE", "MAX_BYTES", "MAX_EDGE", "ImageError", "Prepared", "data_url",
            "prepare_image"]
 
@@ -58,7 +56,10 @@ def prepare_image(raw: bytes) -> Prepared:
     least `DRAFT_MIN_EDGE` (what providers keep anyway: OpenAI scales a detailed image to
     768 px on its short side, Anthropic suggests about 1.15 megapixels); what is still over
     `MAX_EDGE` gets one antialiased bilinear resize, and the result is encoded without the
-    extra optimisation pass (about 3 % smaller for three times the encoding time)."""
+    extra optimisation pass (about 3 % smaller for three times the encoding time).
+    Pillow is imported on the first image (a started gateway need not load it)."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
     try:
         with Image.open(io.BytesIO(raw), formats=None) as probe:
             fmt = (probe.format or "").upper()

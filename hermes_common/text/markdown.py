@@ -11,11 +11,10 @@ and the reference the fast path is tested against). `BACKEND` names the one in u
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable
-
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+from typing import TYPE_CHECKING
 
 from hermes_common.text.dialects import DIALECTS, Dialect, escape_markdown_v2, fence_lang
 from hermes_common.text.measure import sanitize
@@ -26,6 +25,10 @@ try:
     from hermes_common.text.fastmd import render_events as _fast_render
 except ImportError:  # pyromark not installed
     _fast_render = None
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 __all__ = [
     "BACKEND",
@@ -41,7 +44,22 @@ __all__ = [
 
 BACKEND = "pyromark" if _fast_render is not None else "markdown-it-py"
 
-_PARSER = MarkdownIt("commonmark", {"html": False}).enable("strikethrough")
+_parser: MarkdownIt | None = None
+_parser_lock = threading.Lock()
+
+
+def _markdown_it() -> MarkdownIt:
+    """The markdown-it-py parser, built on first use: with pyromark installed it serves only
+    as the reference and fallback, so a started gateway need not import it (start-up)."""
+    global _parser
+    if _parser is None:
+        with _parser_lock:
+            if _parser is None:
+                from markdown_it import MarkdownIt
+
+                _parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough")
+    return _parser
+
 _MASS_MENTIONS = ("@everyone", "@here")
 
 
@@ -52,7 +70,7 @@ class _Walker:
         self.d = dialect
 
     def render(self, md: str) -> str:
-        tokens = _PARSER.parse(sanitize(md))
+        tokens = _markdown_it().parse(sanitize(md))
         d = self.d
         frames: list[tuple[str, list[str], Token | None]] = [("root", [], None)]
         quote_depth = 0

@@ -1,6 +1,7 @@
 """A started gateway loads only what its enabled parts need (issue 21, deliverable 4): the model
-SDK comes with the first model call, the page extractor with the first page, platform SDKs
-with their adapters (the threat rules compile in a thread once the gateway is ready). The
+SDK comes with the first model call, the page extractor with the first page, Pillow with the
+first image, platform SDKs with their adapters, and neither rich (structlog would pull it in
+for tracebacks we render plainly) nor the markdown-it fallback of pyromark at all (the threat rules compile in a thread once the gateway is ready). The
 `openai` SDK alone is about 25 MB and most of a second on a small host."""
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import sys
 from pathlib import Path
 
 LATE = ("openai", "trafilatura", "lxml", "telegram", "slack_bolt",
-        "discord", "mcp", "jinja2", "prompt_toolkit")
+        "discord", "mcp", "jinja2", "prompt_toolkit",
+        # structlog's rich tracebacks (rich, pygments), the markdown-it fallback, Pillow
+        "rich", "pygments", "markdown_it", "PIL")
 
 PROBE = """
 import asyncio, json, sys

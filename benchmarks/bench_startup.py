@@ -1,0 +1,201 @@
+"""Start faster, sit lighter (issue 21, deliverable 4): start-up, idle memory and the CLI.
+
+Run: .venv/bin/python benchmarks/bench_startup.py [--runs N] [--quick]
+
+Figures, each against a baseline measured in the same run:
+- `hermes gateway run` (api adapter only, embedded defaults otherwise) from process start to
+  `/readyz` 200, as a multiple of a bare `python -c pass` start;
+- the ready gateway's RSS at ready and 3 s later (start-up work done, nothing received);
+- import time per top-level package of `hermes gateway run`'s imports (`-X importtime`,
+  cumulative per package, the time a package's own modules took including what they pulled
+  in that no earlier package had loaded), so the next thing to defer is obvious;
+- the CLI's quick commands (`--help`, `config check`, `sessions list`) wall time and whether
+  they import any platform SDK (`telegram`, `slack_bolt`, `slack_sdk`, `discord`, `openai`).
+Goals (issue 21): ready <= 40x a bare interpreter; idle RSS with one adapter <= 55 MB;
+`hermes --help` <= 0.25 s on a quiet host. Each prints met/missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HERMES = str(Path(sys.executable).with_name("hermes"))
+SDKS = ("telegram", "slack_bolt", "slack_sdk", "discord", "openai")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def home_with_api(model_url: str = "http://127.0.0.1:9/v1") -> tuple[Path, int]:
+    """A fresh HERMES_HOME whose gateway runs the api adapter only; returns (home, health port)."""
+    import yaml
+
+    home = Path(tempfile.mkdtemp(prefix="bench-start-"))
+    hp = free_port()
+    (home / "config.yaml").write_text(yaml.safe_dump({
+        "providers": {"main": {"base_url": model_url, "api_keys": ["sk-bench"],
+                               "model": "fake-model"}},
+        "platforms": {"api": {"enabled": True, "port": free_port(), "api_keys": ["k"]}},
+        "gateway": {"health": {"port": hp}},
+        "logging": {"file": {"enabled": False}},
+    }))
+    return home, hp
+
+
+def env_for(home: Path) -> dict[str, str]:
+    env = {**os.environ, "HERMES_HOME": str(home), "HERMES_LOCK_DIR": str(home / "locks")}
+    env.pop("NOTIFY_SOCKET", None)
+    return env
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def start_to_ready(extra_args: list[str] | None = None) -> tuple[float | None, float, float]:
+    """(seconds to /readyz 200 or None, RSS MB at ready, RSS MB 3 s later)."""
+    home, hp = home_with_api()
+    t0 = time.monotonic()
+    proc = subprocess.Popen([HERMES, "gateway", "run", *(extra_args or [])], env=env_for(home),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ready: float | None = None
+    rss0 = rss3 = float("nan")
+    try:
+        while time.monotonic() - t0 < 30 and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{hp}/readyz", timeout=1) as r:
+                    if r.status == 200:
+                        ready = time.monotonic() - t0
+                        break
+            except OSError:
+                time.sleep(0.003)
+        if ready is not None:
+            rss0 = rss_mb(proc.pid)
+            time.sleep(3.0)
+            rss3 = rss_mb(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return ready, rss0, rss3
+
+
+def bare_start(runs: int) -> float:
+    out = []
+    for _ in range(runs):
+        t0 = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        out.append(time.monotonic() - t0)
+    return statistics.median(out)
+
+
+def timed(cmd: list[str], env: dict[str, str], runs: int) -> float:
+    out = []
+    for _ in range(runs):
+        t0 = time.monotonic()
+        subprocess.run(cmd, env=env, check=False, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        out.append(time.monotonic() - t0)
+    return statistics.median(out)
+
+
+def imported_sdks(args: list[str], env: dict[str, str]) -> list[str]:
+    """The platform SDKs a CLI command imports (run in-process under `-X importtime`)."""
+    code = ("import sys; sys.argv = ['hermes', *sys.argv[1:]]\n"
+            "from gateway.cli.main import run\n"
+            "try:\n    run()\nexcept SystemExit:\n    pass\n")
+    r = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *args], env=env,
+                       capture_output=True, text=True, check=False)
+    mods = {line.split("|")[-1].strip() for line in r.stderr.splitlines()
+            if line.startswith("import time:")}
+    return sorted(s for s in SDKS if s in mods)
+
+
+def import_profile(env: dict[str, str]) -> list[tuple[str, float]]:
+    """ms per top-level package for what `hermes gateway run` imports before it is ready:
+    the wiring and runner modules plus the api adapter (the adapter of this run)."""
+    code = ("import gateway.cli.main, gateway.runner, gateway.wiring, adapters.api.adapter")
+    r = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env,
+                       capture_output=True, text=True, check=False)
+    per: dict[str, float] = defaultdict(float)
+    for line in r.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        fields = line[len("import time:"):].split("|")
+        try:
+            us = float(fields[0])
+        except ValueError:
+            continue
+        name = fields[2]
+        per[name.strip().split(".")[0]] += us / 1000
+    return sorted(per.items(), key=lambda kv: -kv[1])
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "missed"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=5, help="runs of each timed start")
+    p.add_argument("--quick", action="store_true", help="fewer runs (smoke run)")
+    args = p.parse_args()
+    runs = 2 if args.quick else args.runs
+
+    bare = bare_start(max(3, runs))
+    starts = [start_to_ready() for _ in range(runs)]
+    ready = [s[0] for s in starts if s[0] is not None]
+    print(f"bare `python -c pass`: {bare * 1000:.1f} ms (median of {max(3, runs)})")
+    if not ready:
+        print("start -> /readyz: the gateway never became ready")
+        sys.exit(1)
+    med = statistics.median(ready)
+    rss0 = statistics.median(s[1] for s in starts if s[0] is not None)
+    rss3 = statistics.median(s[2] for s in starts if s[0] is not None)
+    print(f"start -> /readyz 200 (hermes gateway run, api adapter): median {med:.3f} s over "
+          f"{len(ready)} runs = {med / bare:.1f}x bare (goal <= 40x: {verdict(med / bare <= 40)})")
+    print(f"RSS of the ready gateway: {rss0:.1f} MB at ready, {rss3:.1f} MB 3 s later "
+          f"(goal <= 55 MB: {verdict(max(rss0, rss3) <= 55)})")
+
+    home, _ = home_with_api()
+    env = env_for(home)
+    print("\nimport time per package, what `hermes gateway run` imports before ready "
+          "(-X importtime, self time summed per top-level package):")
+    prof = import_profile(env)
+    total = sum(v for _, v in prof)
+    for name, v in prof[:15]:
+        print(f"  {name:<24} {v:7.1f} ms  {v / total:5.1%}")
+    print(f"  {'all':<24} {total:7.1f} ms")
+
+    print("\nCLI quick commands (median wall time; platform SDKs imported):")
+    help_s = timed([HERMES, "--help"], env, max(3, runs))
+    for label, cmd in (("hermes --help", ["--help"]), ("hermes config check",
+                                                       ["config", "check"]),
+                       ("hermes sessions list", ["sessions", "list"])):
+        t = help_s if cmd == ["--help"] else timed([HERMES, *cmd], env, max(3, runs))
+        sdks = imported_sdks(cmd, env)
+        print(f"  {label:<22} {t * 1000:7.1f} ms = {t / bare:4.1f}x bare; SDKs imported: "
+              f"{', '.join(sdks) or 'none'}")
+    print(f"  `hermes --help` goal <= 0.25 s on a quiet host: {verdict(help_s <= 0.25)} "
+          f"(load average now {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
