@@ -10,6 +10,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt -e '.[all,dev]'
+	# Bytecode for our packages, as a wheel install compiles it (an editable install does not,
+	# and with PYTHONDONTWRITEBYTECODE set every start would compile 260 modules again).
+	$(BIN)/python -m compileall -q -j 0 gateway adapters agent_core storage hermes_common
 	touch $(STAMP)
 
 # `make demo ARGS=--keep` leaves the demo gateway (API, dashboard) up until Ctrl-C.
@@ -20,7 +23,7 @@ test: $(STAMP)
 	$(BIN)/ruff check gateway adapters agent_core storage hermes_common tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/pytest -q -n 2 --dist loadfile
+	$(BIN)/pytest -q -n 2 --dist loadfile --durations=25
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
