@@ -1,7 +1,7 @@
 """Hermes Gateway: the daemon, its configuration, profiles and command line."""
 
-from hermes_common.lean import structlog_without_rich
+from hermes_common.lean import hide_rich_from_structlog
 
-structlog_without_rich()  # before any module of ours imports structlog (start-up time)
+hide_rich_from_structlog()  # structlog, when first imported, skips rich (start-up time)
 
 __version__ = "0.1.0"

@@ -4,24 +4,63 @@ structlog imports `rich` (and with it pygments and rich's traceback machinery, a
 of a second and 50 modules) at import time whenever rich is installed, only to offer pretty
 console tracebacks. Our logging renders tracebacks plainly (`gateway.logging` passes
 `structlog.dev.plain_traceback`), and rich is only installed because the CLI's table
-commands use it. `structlog_without_rich()` imports structlog with `rich` hidden, so
-structlog takes its no-rich path; rich itself stays importable afterwards for the CLI.
+commands use it. `hide_rich_from_structlog()` arranges that structlog, whenever it is first
+imported, is imported with `rich` hidden, so it takes its no-rich path; rich itself stays
+importable for the CLI. Nothing is imported until then (the quick CLI commands import
+neither).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+from typing import Any
 
-__all__ = ["structlog_without_rich"]
+__all__ = ["hide_rich_from_structlog"]
 
 
-def structlog_without_rich() -> None:
-    """Import structlog (once) with `rich` hidden from it. A no-op when either is loaded."""
+class _HidingLoader:
+    """Runs structlog's own loader with `import rich` failing (ImportError) meanwhile."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        module: ModuleType | None = self._inner.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        if "rich" in sys.modules:
+            self._inner.exec_module(module)
+            return
+        sys.modules["rich"] = None  # type: ignore[assignment]  # None: `import rich` fails
+        try:
+            self._inner.exec_module(module)
+        finally:
+            if sys.modules.get("rich", "") is None:
+                del sys.modules["rich"]
+
+
+class _StructlogFinder:
+    """A one-shot meta path finder for the top-level `structlog` package."""
+
+    def find_spec(self, name: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        if name != "structlog":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("structlog")
+        if spec is not None and spec.loader is not None:
+            spec.loader = _HidingLoader(spec.loader)  # type: ignore[assignment]  # a Loader by duck typing
+        return spec
+
+
+def hide_rich_from_structlog() -> None:
+    """Install the finder once; a no-op when structlog or rich is loaded already."""
     if "structlog" in sys.modules or "rich" in sys.modules:
         return
-    sys.modules["rich"] = None  # type: ignore[assignment]  # `import rich` -> ImportError
-    try:
-        import structlog  # noqa: F401
-    finally:
-        if sys.modules.get("rich", "") is None:
-            del sys.modules["rich"]
+    if not any(isinstance(f, _StructlogFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _StructlogFinder())
