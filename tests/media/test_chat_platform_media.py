@@ -142,11 +142,11 @@ async def test_a_stalled_download_is_cut_off_with_a_note(platform: str, tmp_path
                             gateway__media__download_timeout_s=0.5) as g:
         if platform == "slack":
             entry = g.fake.add_file("slow.txt", b"eventually", "text/plain")
-            g.fake.download_delay_s[entry["id"]] = 30.0
+            g.fake.download_delay_s[entry["id"]] = 5.0
             model.enqueue(text("Got your words."))
             await g.fake.user_message("here it comes", channel="D0001", files=[entry])
         else:
-            g.fake.download_delay_s["slow.txt"] = 30.0
+            g.fake.download_delay_s["slow.txt"] = 5.0
             model.enqueue(text("Got your words."))
             await g.send("here it comes", [("slow.txt", b"eventually", "text/plain")])
         await until(lambda: "Got your words." in g.bot_texts(), "the reply", 20)
