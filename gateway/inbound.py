@@ -67,6 +67,12 @@ class InboundRouter:
 
     It returns as soon as the event is durably recorded and routed; command handlers and
     notices run in their own tasks so a slow reply never holds up an adapter's intake.
+
+    With replicas (`SessionManager.replicated`) a command acts where its session lives: it
+    is dispatched into the session's line like a message, and the replica that owns the
+    session runs it (this router is its manager's `CommandSink`). Commands of adapters
+    whose replies only this process can write (`Capabilities.reply_anywhere` False: an HTTP
+    response, a local terminal) run here, as on one gateway.
     """
 
     def __init__(
@@ -112,6 +118,7 @@ class InboundRouter:
             self._command_lane,
             self._route,
         ])
+        manager.route_commands(self)
 
     def _caps(self, event: MessageEvent) -> Capabilities:
         adapter = self._adapters.get(event.platform)
@@ -193,18 +200,46 @@ class InboundRouter:
         name = getattr(self._adapters.get(platform), "bot_username", None)
         return name if isinstance(name, str) and name else None
 
-    async def _command_lane(self, item: Inbound, nxt: Next) -> None:
-        parsed = parse_command(item.event.text,
-                               bot_username=self._bot_username(item.event.platform))
+    def _parse(self, event: MessageEvent) -> tuple[Command, str] | None:
+        parsed = parse_command(event.text, bot_username=self._bot_username(event.platform))
         command = self._commands.resolve(parsed.name) if parsed else None
-        if parsed is None or command is None:
+        return None if parsed is None or command is None else (command, parsed.args)
+
+    def _is_admin(self, event: MessageEvent, caps: Capabilities) -> bool:
+        return caps.operator or self._policy.is_admin(event.platform, event.user.id)
+
+    async def _command_lane(self, item: Inbound, nxt: Next) -> None:
+        found = self._parse(item.event)
+        if found is None:
             await nxt()
             return
-        key = session_key(item.event, group_sessions_per_user=self._per_user)
-        item.notes["command"] = command.name
+        command, args = found
         ev = item.event
-        admin = item.capabilities.operator or self._policy.is_admin(ev.platform, ev.user.id)
-        self._spawn(self._run_command(ev, key, command, parsed.args, admin), "command")
+        key = session_key(ev, group_sessions_per_user=self._per_user)
+        item.notes["command"] = command.name
+        if self._manager.replicated and item.capabilities.reply_anywhere:
+            # To the session's owner, through its line (held: never lost, run once).
+            item.notes["routed"] = True  # its hold settles the record
+            log.debug("command_dispatched", command=command.name, session_key=key)
+            await self._manager.dispatch(key, ev)
+            return
+        admin = self._is_admin(ev, item.capabilities)
+        self._spawn(self._run_command(ev, key, command, args, admin), "command")
+
+    # -- CommandSink (replicas: the commands this replica claimed from its sessions' lines) --
+    def is_command(self, event: MessageEvent) -> bool:
+        return self._parse(event) is not None
+
+    async def run_command(self, key: str, event: MessageEvent) -> None:
+        """The receiving replica passed the event's policy already; the admin flag is
+        decided again here from the same configuration (`gateway.admins`; an operator
+        adapter's commands are never handed over)."""
+        found = self._parse(event)
+        if found is None:
+            return
+        command, args = found
+        await self._run_command(event, key, command, args,
+                                self._is_admin(event, self._caps(event)))
 
     async def _run_command(self, event: MessageEvent, key: str, command: Command,
                            args: str, is_admin: bool) -> None:

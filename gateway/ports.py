@@ -215,6 +215,11 @@ class Capabilities:
     #: API cannot, so turns a restart interrupted are not re-run for it (nobody would get
     #: the answer; the model call would be wasted).
     push: bool = True
+    #: Another process with the same configuration can reply into its chats (a platform's
+    #: API). False when only the process that received the event can (an HTTP response, a
+    #: local terminal's socket): with gateway replicas its commands then run on the
+    #: replica that received them, not on the session's owner.
+    reply_anywhere: bool = True
     #: Its user is the operator of this machine (a terminal chat): always an admin, whatever
     #: `gateway.admins` says.
     operator: bool = False

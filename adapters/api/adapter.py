@@ -53,6 +53,7 @@ class ApiAdapter(BasePlatformAdapter):
         rate_profile=RateProfile(per_chat=BudgetSpec(())),  # one request, one client: no limit
         trusted_auth=True,
         push=False,
+        reply_anywhere=False,
     )
 
     settings: ApiSettings

@@ -44,7 +44,8 @@ class CliAdapter(BasePlatformAdapter):
         self.capabilities = Capabilities(
             edit=True, typing=False, media=False, delete=False, max_length=100_000,
             dialect="markdown", rate_profile=RateProfile(per_chat=BudgetSpec(())),
-            trusted_auth=True, push=True, operator=True)
+            trusted_auth=True, push=True, operator=True,
+            reply_anywhere=False)
         self.format_hint = "Replies show in a terminal that renders Markdown."
         self._server: asyncio.AbstractServer | None = None
         self._clients: dict[str, set[asyncio.StreamWriter]] = {}

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
 import structlog
 
 from agent_core.interrupt import InterruptSignal
 from gateway.events import MessageEvent
 from gateway.sessions.inbox import DurableInbox
-from gateway.sessions.ownership import Claimed, SessionOwnership
+from gateway.sessions.ownership import Claimed, CommandSink, SessionOwnership
 from gateway.sessions.worker import MERGE_REASON, BusyMode, SessionWorker, TurnRunner
 from storage.fencing import fenced
 
@@ -54,7 +54,10 @@ class SessionManager:
     event goes into its session's durable line instead, and only the session's owner
     hands the line's events to a worker (`take_over` claims a line for a sweep or a
     wake-up); each turn runs under the owner's fence. Nothing is parked in memory then:
-    until `open_intake()` events only wait in their line.
+    until `open_intake()` events only wait in their line. Slash commands take the same line
+    (`replicated`), and the owner runs each one it claims through the `CommandSink`
+    (`route_commands`) at once, beside the session's worker; the command's hold is released
+    once it ran and replied.
     """
 
     def __init__(
@@ -77,6 +80,10 @@ class SessionManager:
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._volatile: set[str] = set()  # event ids answered without a hold (replicas)
+        self._sink: CommandSink | None = None
+        self._commands: dict[str, str] = {}  # event id → session key of commands running
+        # key → (the running command's event id, the claimed events in line behind it)
+        self._deferred: dict[str, tuple[str, list[tuple[MessageEvent, bool]]]] = {}
         self.busy_mode: BusyMode = busy_mode
         self._mailbox_size = mailbox_size
         self._idle = idle_timeout_s
@@ -90,7 +97,19 @@ class SessionManager:
         if intake_open:
             self._open.set()
 
+    def route_commands(self, sink: CommandSink) -> None:
+        """Run the command events claimed from a session's line through `sink` (replicas;
+        the inbound router registers itself)."""
+        self._sink = sink
+
     # -- queries -------------------------------------------------------------------------
+    @property
+    def replicated(self) -> bool:
+        """Sessions are owned by one replica of several: a command of a session must be
+        run by its owner, so it is dispatched like a message (it reaches `route_commands`'
+        sink on the owner)."""
+        return self._ownership is not None
+
     def get(self, key: str) -> SessionWorker | None:
         return self._workers.get(key)
 
@@ -184,6 +203,9 @@ class SessionManager:
                 log.warning("inbound_hold_failed", session_key=key, error=type(exc).__name__)
                 if self._closing:
                     return "closing"
+                if self._is_command(event):
+                    self._start_command(key, event, held=False)
+                    return "command"
                 self._volatile.add(event.event_id)
                 return await self._accept(key, event)
             if not got.held:
@@ -222,12 +244,31 @@ class SessionManager:
             # under the old token is fenced off.
             stale.clear()
             stale.interrupt("the session's lease was taken again")
+        if got.fresh:
+            self._deferred.pop(key, None)  # claimed again with the rest of the line
         if got.takeover:
             await own.recover(key, self)
+        waiting = self._deferred.get(key)
+        if waiting is not None:  # a command of this session runs: the line waits behind it
+            waiting[1].extend(got.events)
+            return "queued"
+        return await self._deliver(key, list(got.events), live)
+
+    async def _deliver(self, key: str, events: list[tuple[MessageEvent, bool]],
+                       live: MessageEvent | None) -> str:
+        """Queue claimed events in line order. A command starts at once, and what is
+        behind it waits until it ran (a message after /new belongs to the new session, one
+        after /stop is not dropped by it)."""
         outcome = "queued"
-        for ev, recovered in got.events:
+        for i, (ev, recovered) in enumerate(events):
             out: str
-            if recovered:
+            if self._is_command(ev):
+                out = self._start_command(key, ev, held=True)
+                if out == "command":
+                    self._deferred[key] = (ev.event_id, events[i + 1:])
+                    return out if live is not None and ev.event_id == live.event_id \
+                        else outcome
+            elif recovered:
                 worker = self._worker(key)
                 out = worker.offer(ev)
                 if out == "full":
@@ -238,12 +279,44 @@ class SessionManager:
                 outcome = out
         return outcome
 
+    def _is_command(self, event: MessageEvent) -> bool:
+        return self._sink is not None and self._sink.is_command(event)
+
+    def _start_command(self, key: str, event: MessageEvent, *, held: bool) -> str:
+        """Run a claimed command event in a task of its own (a /stop must not wait for the
+        turn it stops): "command", or "taken" when this very command is running already
+        (claimed again with a lease taken anew)."""
+        if event.event_id in self._commands:
+            return "taken"
+        self._commands[event.event_id] = key
+        self._track(self._command(key, event, held=held), f"session-command:{key}")
+        return "command"
+
+    async def _command(self, key: str, event: MessageEvent, *, held: bool) -> None:
+        assert self._sink is not None
+        try:
+            await self._sink.run_command(key, event)
+        finally:
+            del self._commands[event.event_id]
+            if held and self._inbox is not None:
+                # Ran and replied: settled. (A crash before this line runs it once more on
+                # the next owner; released before the reply, it could be lost.)
+                await self._inbox.release([event])
+            async with self._lock(key):
+                waiting = self._deferred.get(key)
+                if waiting is not None and waiting[0] == event.event_id:
+                    del self._deferred[key]
+                    if not self._closing and self.owns(key):
+                        await self._deliver(key, waiting[1], None)
+            await self._release_idle(key)  # a command alone takes no worker to release it
+
     def relinquish(self, key: str) -> int:
         """The session's lease was lost (another replica owns it now): stop its turn and
         drop its queue without letting go of the events' holds (the new owner claims them).
         Returns how many queued events were dropped here."""
         if self._ownership is not None:
             self._ownership.drop(key)
+        self._deferred.pop(key, None)  # still held: the new owner claims them
         w = self._workers.get(key)
         if w is None:
             return 0
@@ -251,6 +324,9 @@ class SessionManager:
         w.interrupt("the session moved to another replica")
         log.warning("session_lease_lost", session_key=key, dropped=len(dropped))
         return len(dropped)
+
+    def owns(self, key: str) -> bool:
+        return self._ownership is None or self._ownership.owns(key)
 
     def owned_keys(self) -> list[str]:
         return [k for k in self._workers if self._ownership is None
@@ -286,7 +362,8 @@ class SessionManager:
         if own is None:
             return
         async with self._lock(key):
-            if key not in self._workers and not self._closing:
+            if (key not in self._workers and key not in self._commands.values()
+                    and not self._closing):
                 await own.release(key)
         self._unlock_idle(key)
 
@@ -387,9 +464,11 @@ class SessionManager:
         if self._workers.get(worker.key) is worker and worker.depth == 0:
             del self._workers[worker.key]
             if self._ownership is not None and not self._closing:
-                task = asyncio.get_running_loop().create_task(
-                    self._release_idle(worker.key), name=f"session-release:{worker.key}")
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._track(self._release_idle(worker.key), f"session-release:{worker.key}")
+
+    def _track(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
 

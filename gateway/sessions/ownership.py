@@ -20,7 +20,7 @@ from storage.fencing import SessionFence
 if TYPE_CHECKING:
     from gateway.sessions.manager import SessionManager
 
-__all__ = ["Claimed", "SessionOwnership"]
+__all__ = ["Claimed", "CommandSink", "SessionOwnership"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,23 @@ class Claimed:
     takeover: bool = False
     owner: str | None = None
     events: list[tuple[MessageEvent, bool]] = field(default_factory=list)
+
+
+class CommandSink(Protocol):
+    """Where the session's owner runs the slash commands found in its line (the inbound
+    router). A command acts on the live state of its session (a running turn, the queue),
+    which only the owner has, so with replicas a command event goes into the session's line
+    like a message, and the owner hands it here instead of to the session's worker: at once,
+    not behind the running turn."""
+
+    def is_command(self, event: MessageEvent) -> bool:
+        """`event` carries a slash command this gateway runs."""
+        ...
+
+    async def run_command(self, key: str, event: MessageEvent) -> None:
+        """Run the command of `event` for session `key` here and reply to the chat. Must
+        not raise."""
+        ...
 
 
 class SessionOwnership(Protocol):

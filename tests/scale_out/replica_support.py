@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import subprocess
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,10 @@ import yaml
 from aiohttp import web
 
 from tests.fakes.gateway_process import HERMES
+from tests.fakes.openai_server import RecordedRequest, Reply, Script
 
-__all__ = ["LoadBalancer", "Replica", "ReplicaSet", "free_port"]
+__all__ = ["LoadBalancer", "Replica", "ReplicaSet", "answering", "echoed", "free_port",
+           "wait_live"]
 
 LEASE = {"lease_s": 3.0, "heartbeat_s": 0.75, "sweep_s": 0.3, "stale_handover_s": 1.0}
 
@@ -33,6 +36,47 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def answering(delay_s: float = 0.0) -> Callable[[RecordedRequest], Script]:
+    """The model's answer to every user message since the last reply (a queued batch is one
+    turn): "echo: <text> | <text>"."""
+
+    def respond(req: RecordedRequest) -> Script:
+        msgs = req.body.get("messages") or []
+        texts: list[str] = []
+        for m in msgs:
+            if m.get("role") == "assistant":
+                texts = []
+            elif m.get("role") == "user":
+                content = m.get("content")
+                texts.append(content if isinstance(content, str) else str(content))
+        return Reply(text="echo: " + " | ".join(texts), delay_s=delay_s)
+
+    return respond
+
+
+def echoed(bot_texts: Iterable[str]) -> list[str]:
+    """The user messages `answering` answered in these bot messages, in the order shown."""
+    out: list[str] = []
+    for text in bot_texts:
+        if text.startswith("echo: ") and not text.endswith("▌"):  # finals, not previews
+            # a merged batch is one user message, one per line
+            out += [t for part in text[len("echo: "):].split(" | ")
+                    for t in part.split("\n") if t]
+    return out
+
+
+async def wait_live(rs: ReplicaSet, n: int, timeout: float = 60) -> None:
+    """Until `n` replicas of `rs` are live in the database."""
+    async def poll() -> None:
+        while len(await rs.live_pids()) < n:
+            await asyncio.sleep(0.2)
+
+    try:
+        await asyncio.wait_for(poll(), timeout)
+    except TimeoutError:
+        raise AssertionError("replicas not live in time\n" + rs.logs()) from None
 
 
 class LoadBalancer:

@@ -12,66 +12,36 @@ Leases are short here (3 s) so a takeover fits in the test's time."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests import pg_support
 from tests.fakes.gateway_process import until
-from tests.fakes.openai_server import FakeOpenAIServer, RecordedRequest, Reply, Script
-from tests.scale_out.replica_support import LoadBalancer, Replica, ReplicaSet, free_port
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.scale_out.replica_support import (
+    LoadBalancer,
+    Replica,
+    ReplicaSet,
+    answering,
+    echoed,
+    free_port,
+    wait_live,
+)
 from tests.telegram.fake_bot_api import FakeBotApi
 
 SECRET = "replica-webhook-secret"
 USERS = [5001, 5002, 5003, 5004]
 
 
-@pytest.fixture
-def replica_db() -> Iterator[str]:
-    """A database of this test's own (dropped at the end); the replicas migrate it."""
-    reason = pg_support.unreachable_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    dsn = pg_support.create_database()
-    try:
-        yield dsn
-    finally:
-        pg_support.drop_database(dsn)
-
-
 def _user(uid: int) -> dict[str, Any]:
     return {"id": uid, "is_bot": False, "first_name": f"U{uid}"}
 
 
-def answering(delay_s: float = 0.0) -> Callable[[RecordedRequest], Script]:
-    """Answer every user message since the last reply (a queued batch is one turn):
-    "echo: <text> | <text>"."""
-
-    def respond(req: RecordedRequest) -> Script:
-        msgs = req.body.get("messages") or []
-        texts: list[str] = []
-        for m in msgs:
-            if m.get("role") == "assistant":
-                texts = []
-            elif m.get("role") == "user":
-                content = m.get("content")
-                texts.append(content if isinstance(content, str) else str(content))
-        return Reply(text="echo: " + " | ".join(texts), delay_s=delay_s)
-
-    return respond
-
-
 def answered(api: FakeBotApi, chat: str) -> list[str]:
     """The messages of `chat` answered, in the order the answers show them."""
-    out: list[str] = []
-    for m in api.bot_messages(chat):
-        if m.text.startswith("echo: ") and not m.text.endswith("▌"):  # finals, not previews
-            # a merged batch is one user message, one per line
-            out += [t for part in m.text[len("echo: "):].split(" | ")
-                    for t in part.split("\n") if t]
-    return out
+    return echoed(m.text for m in api.bot_messages(chat))
 
 
 @pytest.fixture
@@ -105,24 +75,13 @@ async def webhook_set(tmp_path: Path, replica_db: str, telegram: FakeBotApi
         sets.append((rs, lb))
         await rs.start_all()
         await until(lambda: telegram.webhook is not None, "a webhook", timeout=60)
-        await _wait_live(rs, n)
+        await wait_live(rs, n)
         return rs, lb
 
     yield make
     for rs, lb in sets:
         await rs.stop_all()
         await lb.stop()
-
-
-async def _wait_live(rs: ReplicaSet, n: int, timeout: float = 60) -> None:
-    async def poll() -> None:
-        while len(await rs.live_pids()) < n:
-            await asyncio.sleep(0.2)
-
-    try:
-        await asyncio.wait_for(poll(), timeout)
-    except TimeoutError:
-        raise AssertionError("replicas not live in time\n" + rs.logs()) from None
 
 
 async def _all_answered(api: FakeBotApi, rs: ReplicaSet, want: dict[str, list[str]],
@@ -201,7 +160,7 @@ async def test_kill9_of_the_polling_leader_hands_polling_over(
                         platforms=lambda r: _tg(telegram))
         try:
             await rs.start_all()
-            await _wait_live(rs, 2)
+            await wait_live(rs, 2)
             chat = telegram.private_chat(USERS[0])
             want = {chat: ["first"]}
             telegram.send_user(chat, "first", user=_user(USERS[0]))
