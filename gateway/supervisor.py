@@ -393,7 +393,9 @@ class AdapterSupervisor:
                     await self._halt(slot, ctx, run)
                     return _Outcome.HANDOFF
                 if gate is not None and flip is not None and flip.done():
-                    gate.changed.clear()  # flipped and back: this run is still right
+                    # flipped and back, or a shard moved (the adapter follows `ctx.shards`):
+                    # this run is still right
+                    gate.changed.clear()
                     flip = asyncio.create_task(gate.changed.wait(),
                                                name=f"adapter:{slot.name}:gate")
                 reason = self._check_run(slot, started)
