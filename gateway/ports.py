@@ -49,6 +49,7 @@ __all__ = [
     "DownloadBudget",
     "EventLogger",
     "Identity",
+    "IntakeShards",
     "PlatformSettings",
     "RateProfile",
     "RateWindow",
@@ -228,6 +229,26 @@ class Capabilities:
     #: time receives (it holds a leader lease); the others start the adapter with
     #: `AdapterContext.intake` False: connected for sending only.
     exclusive_intake: bool = False
+    #: An `exclusive_intake` split into this many shards (Discord's gateway sharding), each
+    #: received over its own connection. With several replicas each shard is its own leader
+    #: role, so the shards spread over the replicas; the adapter runs the shards
+    #: `AdapterContext.shards` names (every one when it is None).
+    intake_shards: int = 1
+
+
+class IntakeShards(Protocol):
+    """Which shards of a sharded intake (`Capabilities.intake_shards` > 1) this replica runs
+    now. The set changes while the adapter runs (a shard lease taken, moved or lost): the
+    adapter starts and stops single shards without restarting the others."""
+
+    def held(self) -> frozenset[int]:
+        """The shard ids this replica holds now."""
+        ...
+
+    async def wait_change(self, seen: frozenset[int]) -> frozenset[int]:
+        """The held set as soon as it differs from `seen` (at once when it already does).
+        Cancellable; any number of waiters."""
+        ...
 
 
 class CursorStore:
@@ -291,6 +312,9 @@ class AdapterContext:
     #: One download may take this long, from the request to its last byte
     #: (`gateway.media.download_timeout_s`).
     download_timeout_s: float = 60.0
+    #: A sharded intake on a replica (`Capabilities.intake_shards` > 1): the shards this
+    #: replica runs. None: run every shard (one gateway, or an unsharded intake).
+    shards: IntakeShards | None = None
 
     def download_budget(self) -> DownloadBudget:
         """A fresh per-message budget (one per inbound message)."""

@@ -32,7 +32,13 @@ import structlog
 from gateway.activity import AdapterActivity
 from gateway.events import InteractionEvent, MessageEvent
 from gateway.metrics import GatewayMetrics
-from gateway.ports import AdapterContext, AdapterFatalError, BasePlatformAdapter, CursorStore
+from gateway.ports import (
+    AdapterContext,
+    AdapterFatalError,
+    BasePlatformAdapter,
+    CursorStore,
+    IntakeShards,
+)
 from gateway.supervision_types import (
     AdapterState,
     AdapterStatus,
@@ -72,6 +78,11 @@ class IntakeGate(Protocol):
 
     @property
     def changed(self) -> asyncio.Event: ...
+
+    @property
+    def shards(self) -> IntakeShards | None:
+        """A sharded intake's held shards (`AdapterContext.shards`); None: unsharded."""
+        ...
 
 
 @dataclass(slots=True, eq=False)
@@ -299,6 +310,7 @@ class AdapterSupervisor:
             connected=connected,
             max_attachment_bytes=self._max_attachment_bytes,
             intake=not slot.standby,
+            shards=slot.gate.shards if slot.gate is not None else None,
             max_message_bytes=self._media.max_message_bytes,
             max_images=self._media.max_images,
             download_timeout_s=self._media.download_timeout_s,
@@ -381,7 +393,9 @@ class AdapterSupervisor:
                     await self._halt(slot, ctx, run)
                     return _Outcome.HANDOFF
                 if gate is not None and flip is not None and flip.done():
-                    gate.changed.clear()  # flipped and back: this run is still right
+                    # flipped and back, or a shard moved (the adapter follows `ctx.shards`):
+                    # this run is still right
+                    gate.changed.clear()
                     flip = asyncio.create_task(gate.changed.wait(),
                                                name=f"adapter:{slot.name}:gate")
                 reason = self._check_run(slot, started)

@@ -39,7 +39,7 @@ from gateway.paths import ProfilePaths
 from gateway.pipeline.authz import AccessPolicy
 from gateway.ports import BasePlatformAdapter, CursorStore, ToolProgress
 from gateway.principals import UserSpaces, audience_of
-from gateway.replicas.leader import LeaderGates
+from gateway.replicas.gates import LeaderGates
 from gateway.replicas.runtime import new_replica_id
 from gateway.replicas.sessions import ReplicaSessions
 from gateway.review import ReviewService, build_reviews

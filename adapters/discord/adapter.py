@@ -11,13 +11,13 @@ from typing import Any
 import discord
 import structlog
 
-from adapters.discord.backfill import SeenChannels, backfill
-from adapters.discord.client import HermesClient, build_client
+from adapters.discord.client import HermesClient, IdentifyPacer, rest_client
 from adapters.discord.components import buttons_view, interaction_event
 from adapters.discord.endpoints import apply_endpoints
 from adapters.discord.errors import failure_from_exception
-from adapters.discord.inbound import Inbound, MessageLog
+from adapters.discord.inbound import MessageLog
 from adapters.discord.settings import DiscordSettings
+from adapters.discord.shard import ShardRun
 from gateway.events import ErrorKind, OutboundAttachment, OutboundMessage, SendResult
 from gateway.ports import (
     AdapterAuthError,
@@ -62,10 +62,10 @@ def _transport_error(exc: BaseException | None) -> AdapterError:
 
 
 class DiscordAdapter(BasePlatformAdapter):
-    """One Discord bot connection.
+    """One Discord bot: a REST client for sending, and a gateway connection per shard run here.
 
-    The library owns the gateway session: heartbeats, reconnects and RESUME (missed events are
-    replayed by Discord). Every received frame counts as progress. `send`, `edit`, `typing`,
+    The library owns each gateway session: heartbeats, reconnects and RESUME (missed events
+    are replayed by Discord). Every received frame counts as progress. `send`, `edit`, `typing`,
     `delete` and `send_media` never raise for platform errors.
     """
 
@@ -86,9 +86,9 @@ class DiscordAdapter(BasePlatformAdapter):
             edit=True, typing=True, threads=True, media=True, delete=True,
             max_length=MAX_MESSAGE_LENGTH, length_measure="chars", dialect="discord",
             rate_profile=RATE_PROFILE, liveness_window_s=settings.liveness_window_s,
-            exclusive_intake=True,
+            exclusive_intake=True, intake_shards=settings.shards,
         )
-        self._client: HermesClient | None = None
+        self._client: discord.Client | None = None
         self._stopping = False
         self._stop_run: asyncio.Event | None = None
         self._log = MessageLog()
@@ -96,99 +96,120 @@ class DiscordAdapter(BasePlatformAdapter):
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, ctx: AdapterContext) -> None:
-        """Connect and run until `ctx.stop_event` or `stop()`.
+        """Log in for sending, run the gateway shards this process should receive for, and
+        return at `ctx.stop_event` or `stop()`.
 
-        Raises `AdapterAuthError` when the token or the privileged intent is refused and
-        `AdapterError` when the client dies otherwise. A fresh discord.py client is built on
-        every call.
+        The shards: every one of `settings.shards` (one connection when 1), or those
+        `ctx.shards` names on a replica, started and stopped one at a time as that set
+        changes; none without `ctx.intake` (sending only). Raises `AdapterAuthError` when the
+        token or the privileged intent is refused and `AdapterError` when a client dies
+        otherwise. Fresh discord.py clients are built on every call.
         """
         if not self.settings.plain_token():
             raise AdapterAuthError("platforms.discord.token is not set")
         self._stopping = False
         stop_run = self._stop_run = asyncio.Event()
-        seen = SeenChannels(ctx.cursors)
-        try:
-            await seen.load()
-        except Exception as exc:  # a broken cursor store only costs the catch-up
-            ctx.logger.warning("discord_cursor_unreadable", error=type(exc).__name__)
         restore = apply_endpoints(self.settings.api_base_url, self.settings.gateway_url)
-        #: messages in arrival order; None marks the end of a catch-up's messages
-        queue: asyncio.Queue[discord.Message | None] = asyncio.Queue()
-        catch_up: set[asyncio.Task[None]] = set()
-
-        def on_connected() -> None:
-            if client.user is not None:  # known from READY on: before the gateway is told
-                self.identity = Identity(id=str(client.user.id), username=client.user.name)
-            ctx.connected()
-
-        async def run_catch_up(points: dict[str, tuple[int, int | None]]) -> None:
-            await backfill(client, points, queue.put_nowait, logger=ctx.logger)
-            queue.put_nowait(None)
-
-        def on_ready() -> None:
-            task = asyncio.create_task(
-                run_catch_up(seen.catch_up_points()), name=f"{self.name}:backfill"
-            )
-            catch_up.add(task)
-            task.add_done_callback(catch_up.discard)
-
-        async def on_interaction(interaction: discord.Interaction) -> None:
-            await self._on_interaction(ctx, interaction)
-
-        client = build_client(
-            self.settings, messages=queue, progress=ctx.progress, connected=on_connected,
-            ready=on_ready, interaction=on_interaction,
-        )
-        self._client = client
-        inbound = Inbound(
-            self.name, client, cache_dir=Path(ctx.cache_dir), budget=ctx.download_budget,
-            log=self._log, logger=ctx.logger, download_timeout_s=ctx.download_timeout_s,
-        )
-        connect = (client.start(self.settings.plain_token()) if ctx.intake
-                   else self._send_only(client, ctx))
-        tasks = {
-            asyncio.create_task(connect, name=f"{self.name}:client"),
-            asyncio.create_task(
-                self._consume(queue, inbound, seen, ctx), name=f"{self.name}:inbound"
-            ),
+        rest = rest_client(self.settings)
+        shards: dict[int, asyncio.Task[None]] = {}
+        closing: set[asyncio.Task[None]] = set()  # shards stopped while the others run on
+        waits = {
             asyncio.create_task(ctx.stop_event.wait(), name=f"{self.name}:stop-wait"),
             asyncio.create_task(stop_run.wait(), name=f"{self.name}:stop-call"),
         }
         try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            if not (self._stopping or ctx.stop_event.is_set()):
-                finished = done.pop()
-                cause = None if finished.cancelled() else finished.exception()
-                raise _transport_error(cause) from cause
+            try:
+                await rest.login(self.settings.plain_token())
+            except Exception as exc:
+                raise _transport_error(exc) from exc
+            self._client = rest
+            if rest.user is not None:
+                self.identity = Identity(id=str(rest.user.id), username=rest.user.name)
+            if not ctx.intake:  # another replica receives: sends work now
+                ctx.connected()
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                return
+            await self._check_shard_count(rest, ctx)
+            await self._run_shards(ctx, shards, closing, waits)
         finally:
-            await self._shutdown(client, tasks | catch_up)
+            await _cancel({*waits, *shards.values(), *closing})
+            if self._client is rest:
+                self._client = None
+            try:
+                await rest.close()
+            except Exception as exc:  # the client is dropped either way
+                _log.warning("discord_client_close_failed", error=type(exc).__name__)
             restore()
 
-    async def _send_only(self, client: HermesClient, ctx: AdapterContext) -> None:
-        """Another replica runs the gateway connection: log in over HTTP (sends work) and
-        receive nothing until stopped."""
-        await client.login(self.settings.plain_token())
-        if client.user is not None:
-            self.identity = Identity(id=str(client.user.id), username=client.user.name)
-        ctx.connected()
-        await asyncio.Event().wait()
+    async def _run_shards(self, ctx: AdapterContext, shards: dict[int, asyncio.Task[None]],
+                          closing: set[asyncio.Task[None]],
+                          waits: set[asyncio.Task[Any]]) -> None:
+        count = self.settings.shards
+        pacer = IdentifyPacer(self.settings.reidentify_delay_s)
 
-    async def _shutdown(self, client: HermesClient, tasks: set[Any]) -> None:
-        # stop reading the socket first, so no event is dispatched into a closing client
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        # discord.py leaves the wait for guilds after READY running past close(); it would then
-        # dispatch on_ready into the closed client (whose loop is gone) and log a crash
-        ready_wait: asyncio.Task[None] | None = getattr(client._connection, "_ready_task", None)
-        if ready_wait is not None:
-            ready_wait.cancel()
+        def on_connected(client: HermesClient) -> None:
+            if client.user is not None:  # known from READY on: before the gateway is told
+                self.identity = Identity(id=str(client.user.id), username=client.user.name)
+            ctx.connected()
+
+        async def on_interaction(interaction: discord.Interaction) -> None:
+            await self._on_interaction(ctx, interaction)
+
+        def follow(held: frozenset[int]) -> None:
+            for shard in sorted(set(shards) - held):
+                task = shards.pop(shard)
+                task.cancel()
+                closing.add(task)
+                task.add_done_callback(closing.discard)
+                ctx.logger.info("discord_shard_stopped", shard=shard, shards=count)
+            for shard in sorted(held - set(shards)):
+                run = ShardRun(self.name, self.settings, ctx, log=self._log, pacer=pacer,
+                               shard=None if count == 1 else (shard, count),
+                               connected=on_connected, interaction=on_interaction)
+                shards[shard] = asyncio.create_task(run.run(), name=run.name)
+                if count > 1:
+                    ctx.logger.info("discord_shard_started", shard=shard, shards=count)
+
+        held = ctx.shards.held() if ctx.shards is not None else frozenset(range(count))
+        follow(held)
+        if not held:  # the last shard went while starting: sends work; the gate says standby
+            ctx.connected()
+        while True:
+            moved: asyncio.Task[frozenset[int]] | None = None
+            if ctx.shards is not None:
+                moved = asyncio.create_task(ctx.shards.wait_change(held),
+                                            name=f"{self.name}:shards")
+            watched: set[asyncio.Task[Any]] = {*waits, *shards.values()}
+            if moved is not None:
+                watched.add(moved)
+            try:
+                done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if moved is not None and not moved.done():
+                    moved.cancel()
+            if done & waits:
+                return
+            if self._stopping or ctx.stop_event.is_set():
+                return
+            crashed = [t for t in done if t is not moved]
+            if crashed:
+                finished = crashed[0]
+                cause = None if finished.cancelled() else finished.exception()
+                raise _transport_error(cause) from cause
+            if moved is not None:
+                held = moved.result()
+                follow(held)
+
+    async def _check_shard_count(self, rest: discord.Client, ctx: AdapterContext) -> None:
+        """Log when Discord recommends more shards than configured. Must not raise."""
         try:
-            await client.close()
-        except Exception as exc:  # the client is dropped either way
-            _log.warning("discord_client_close_failed", error=type(exc).__name__)
-        if self._client is client:
-            self._client = None
+            recommended, _url, _limits = await rest.http.get_bot_gateway()
+        except Exception as exc:  # noqa: BLE001 - only advice
+            ctx.logger.info("discord_gateway_info_unavailable", error=type(exc).__name__)
+            return
+        if recommended > self.settings.shards:
+            ctx.logger.warning("discord_more_shards_recommended",
+                               shards=self.settings.shards, recommended=recommended)
 
     async def stop(self) -> None:
         """Ask a running `start()` to close the connection and return. Idempotent; does not
@@ -196,50 +217,6 @@ class DiscordAdapter(BasePlatformAdapter):
         self._stopping = True
         if self._stop_run is not None:
             self._stop_run.set()
-
-    async def _consume(
-        self, queue: asyncio.Queue[discord.Message | None], inbound: Inbound,
-        seen: SeenChannels, ctx: AdapterContext,
-    ) -> None:
-        """Emit messages one at a time, in arrival order; then advance the catch-up cursor.
-
-        A message the gateway could not record (storage down or full) ends the run with an
-        error: Discord never delivers it again, but the cursor stays before it, so the
-        catch-up after the supervisor's restart brings it and everything after it, in order.
-        A message that cannot be read at all is skipped with a log line."""
-        while True:
-            message = await queue.get()
-            if message is None:  # the catch-up's messages are all emitted
-                try:
-                    await seen.release()
-                except Exception as exc:  # noqa: BLE001 - only the catch-up cursor lags behind
-                    ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
-                continue
-            if self._log.was_emitted(str(message.id)):
-                continue
-            try:
-                event = await inbound.to_event(message)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__)
-                continue
-            if event is None:
-                continue
-            try:
-                await ctx.emit(event)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__,
-                                   recorded=False)
-                raise
-            self._log.mark_emitted(event.event_id)
-            guild = message.guild.id if message.guild else None
-            try:
-                await seen.note(message.channel.id, message.id, guild)
-            except Exception as exc:  # noqa: BLE001 - only the catch-up cursor lags behind
-                ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
 
     async def _on_interaction(self, ctx: AdapterContext,
                               interaction: discord.Interaction) -> None:
@@ -359,6 +336,12 @@ class DiscordAdapter(BasePlatformAdapter):
         """Kept for reference: commands are typed as text (`/new`); no application commands
         are registered with Discord."""
         self._commands = list(commands)
+
+
+async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _file(attachment: OutboundAttachment) -> discord.File:

@@ -10,6 +10,12 @@ of the channel may arrive live between READY and on_ready (which waits for the g
 must not move the starting point past a message that only the catch-up can bring. For the same
 reason the stored cursor of those channels stays at its loaded value until the catch-up's
 messages have been emitted (`release`).
+
+With several gateway shards each shard has its own cursor (`seen_channels:<shard>/<count>`,
+its guilds' channels; DMs belong to shard 0): a shard moving to another replica continues
+from its own cursor there, and two replicas running different shards never overwrite each
+other's positions. The first start with shards seeds each shard's cursor from the unsharded
+one.
 """
 
 from __future__ import annotations
@@ -22,30 +28,40 @@ import discord
 
 from gateway.ports import CursorStore, EventLogger
 
-__all__ = ["SeenChannels", "backfill"]
+__all__ = ["SeenChannels", "backfill", "shard_of"]
 
 CURSOR_NAME = "seen_channels"
 
 
-class SeenChannels:
-    """Per channel: the last emitted message id and the guild id, persisted in one cursor."""
+def shard_of(guild_id: int | None, count: int) -> int:
+    """The shard Discord sends a guild's events to; DMs go to shard 0."""
+    return 0 if guild_id is None else (guild_id >> 22) % count
 
-    def __init__(self, cursors: CursorStore, *, max_channels: int = 50) -> None:
+
+class SeenChannels:
+    """Per channel: the last emitted message id and the guild id, persisted in one cursor
+    (per shard, `shard` = (shard id, count); None: unsharded)."""
+
+    def __init__(self, cursors: CursorStore, *, max_channels: int = 50,
+                 shard: tuple[int, int] | None = None) -> None:
         self._cursors = cursors
         self._max = max_channels
+        self._shard = shard
+        self.name = CURSOR_NAME if shard is None else f"{CURSOR_NAME}:{shard[0]}/{shard[1]}"
         self.channels: dict[str, tuple[int, int | None]] = {}
         #: the loaded cursor while its catch-up is pending (None once released)
         self._held: dict[str, tuple[int, int | None]] | None = None
 
     async def load(self) -> None:
         """Read the cursor; a missing or unreadable one means nothing to catch up."""
-        raw = await self._cursors.get(CURSOR_NAME)
-        try:
-            data = json.loads(raw) if raw else {}
-            self.channels = {str(k): (int(v[0]), int(v[1]) if v[1] else None)
-                             for k, v in data.items()}
-        except (ValueError, TypeError, IndexError, AttributeError):
-            self.channels = {}
+        raw = await self._cursors.get(self.name)
+        if raw is None and self._shard is not None:
+            shard, count = self._shard
+            unsharded = _decode(await self._cursors.get(CURSOR_NAME))
+            self.channels = {k: v for k, v in unsharded.items()
+                             if shard_of(v[1], count) == shard}
+        else:
+            self.channels = _decode(raw)
         self._held = dict(self.channels)
 
     def catch_up_points(self) -> dict[str, tuple[int, int | None]]:
@@ -58,7 +74,7 @@ class SeenChannels:
         if self._held is None:
             return
         self._held = None
-        await self._cursors.set(CURSOR_NAME, json.dumps(self.channels))
+        await self._cursors.set(self.name, json.dumps(self.channels))
 
     async def note(self, channel_id: int, message_id: int, guild_id: int | None) -> None:
         key = str(channel_id)
@@ -72,7 +88,15 @@ class SeenChannels:
         stored = dict(self.channels)
         if self._held is not None:  # held channels keep their loaded position
             stored.update((k, v) for k, v in self._held.items() if k in stored)
-        await self._cursors.set(CURSOR_NAME, json.dumps(stored))
+        await self._cursors.set(self.name, json.dumps(stored))
+
+
+def _decode(raw: str | None) -> dict[str, tuple[int, int | None]]:
+    try:
+        data = json.loads(raw) if raw else {}
+        return {str(k): (int(v[0]), int(v[1]) if v[1] else None) for k, v in data.items()}
+    except (ValueError, TypeError, IndexError, AttributeError):
+        return {}
 
 
 async def backfill(

@@ -37,6 +37,10 @@ class DiscordSettings(TokenSettings):
     max_ratelimit_wait_s: float = Field(default=30.0, ge=30)
     """Longest rate-limit wait discord.py may do inside a request (it requires at least 30)."""
     reidentify_delay_s: float = Field(default=5.0, ge=0)
-    """Pause before a new IDENTIFY after the session was invalidated (Discord allows one per
-    5 s)."""
+    """Pause before a new IDENTIFY after the session was invalidated, and between the
+    IDENTIFYs of this process's shards (Discord allows one per 5 s)."""
+    shards: int = Field(default=1, ge=1, le=1024)
+    """Gateway shards (Discord requires one per 2,500 guilds; `GET /gateway/bot` recommends a
+    count). Each shard is its own connection; with several replicas on PostgreSQL each shard
+    is its own leader lease, so the shards spread over the replicas."""
 

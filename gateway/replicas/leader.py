@@ -7,7 +7,9 @@ the replica holding the role's lease (`leader_leases`) runs the adapter with int
 other replica runs it for sending only and keeps trying to take the lease, so when the leader
 dies (its lease runs out, at most `gateway.replicas.lease_s`) or stops (it releases the lease
 at once) another one takes over within about a second. The heartbeat renews the leases held
-(`ReplicaRuntime`); a role it did not renew is lost and its intake stops here.
+(`ReplicaRuntime`); a role it did not renew is lost and its intake stops here. A sharded
+intake (Discord's gateway shards) has a role per shard, spread over the replicas
+(`gateway.replicas.shards`).
 
 Telegram webhooks and Slack's HTTP Events API need none of this: every replica serves the
 endpoint behind a load balancer and dedup is global.
@@ -19,14 +21,14 @@ import asyncio
 import contextlib
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 
 import structlog
 
-from gateway.ports import BasePlatformAdapter
+from gateway.ports import BasePlatformAdapter, IntakeShards
 from storage.ports import ReplicaLedger
 
-__all__ = ["LeaderGate", "LeaderGates", "leader_role"]
+__all__ = ["LeaderGate", "leader_role"]
 
 log = structlog.get_logger("gateway.replicas")
 
@@ -42,8 +44,10 @@ class LeaderGate:
     must be cleared by the reader) when that flips."""
 
     def __init__(self, role: str, store: ReplicaLedger, replica_id: str, *, lease_s: float,
-                 retry_s: float) -> None:
+                 retry_s: float, on_change: Callable[[], None] | None = None) -> None:
+        """`on_change()` is called (on the loop) whenever `leader` flips."""
         self.role = role
+        self._on_change = on_change
         self._store = store
         self._me = replica_id
         self._ttl = lease_s
@@ -57,30 +61,51 @@ class LeaderGate:
     def leader(self) -> bool:
         return self.token is not None
 
+    @property
+    def shards(self) -> IntakeShards | None:
+        """An unsharded intake: runs whole or not at all."""
+        return None
+
     async def run(self) -> None:
         """Try to take the lease whenever this replica does not hold it; give the intake up
         on its own when the lease has not been renewed for 60 % of its time, so it has
         stopped before another replica can take the lease (two pollers at once otherwise,
         until the late heartbeat tells this one)."""
         while True:
-            if self.token is not None and time.monotonic() - self._renewed > 0.6 * self._ttl:
-                log.warning("leader_lease_unrenewed", role=self.role,
-                            since_s=round(time.monotonic() - self._renewed, 1))
-                self.lose()
+            self.check_renewal()
             if self.token is None:
-                try:
-                    token = await self._store.leader_acquire(self.role, self._me, ttl=self._ttl)
-                except Exception as exc:  # noqa: BLE001 - tried again
-                    log.warning("leader_acquire_failed", role=self.role,
-                                error=type(exc).__name__)
-                    token = None
-                if token is not None and self.token is None:
-                    self.token = token
-                    self._renewed = time.monotonic()
-                    self.acquired += 1
-                    log.info("leader_acquired", role=self.role, token=token)
-                    self.changed.set()
+                await self.try_acquire()
             await asyncio.sleep(self._retry)
+
+    def check_renewal(self) -> None:
+        """Lose the lease locally when it has not been renewed for 60 % of its time."""
+        if self.token is not None and time.monotonic() - self._renewed > 0.6 * self._ttl:
+            log.warning("leader_lease_unrenewed", role=self.role,
+                        since_s=round(time.monotonic() - self._renewed, 1))
+            self.lose()
+
+    async def try_acquire(self) -> bool:
+        """One attempt to take the lease; True when this replica holds it now. Must not
+        raise (a storage error is logged: tried again)."""
+        if self.token is not None:
+            return True
+        try:
+            token = await self._store.leader_acquire(self.role, self._me, ttl=self._ttl)
+        except Exception as exc:  # noqa: BLE001 - tried again
+            log.warning("leader_acquire_failed", role=self.role, error=type(exc).__name__)
+            token = None
+        if token is not None and self.token is None:
+            self.token = token
+            self._renewed = time.monotonic()
+            self.acquired += 1
+            log.info("leader_acquired", role=self.role, token=token)
+            self._flipped()
+        return self.token is not None
+
+    def _flipped(self) -> None:
+        self.changed.set()
+        if self._on_change is not None:
+            self._on_change()
 
     def confirm(self, at: float) -> None:
         self._renewed = max(self._renewed, at)
@@ -89,55 +114,30 @@ class LeaderGate:
         if self.token is not None:
             log.warning("leader_lost", role=self.role, token=self.token)
             self.token = None
-            self.changed.set()
+            self._flipped()
+
+    def give_up(self) -> int | None:
+        """Stop leading here at once (the lease itself stays until released); its token."""
+        token, self.token = self.token, None
+        if token is not None:
+            self._flipped()
+        return token
 
     async def release(self) -> None:
         token, self.token = self.token, None
         if token is not None:
+            self._flipped()
             with contextlib.suppress(Exception):
                 await self._store.leader_release(self.role, self._me, token)
 
+    def roles(self) -> list[str]:
+        return [self.role] if self.leader else []
 
-class LeaderGates:
-    """The gates of this replica's exclusive-intake adapters (`LeaderRoles` of the
-    heartbeat), keyed by adapter name."""
-
-    def __init__(self, store: ReplicaLedger, replica_id: str,
-                 adapters: Mapping[str, BasePlatformAdapter], *, lease_s: float) -> None:
-        retry = min(1.0, lease_s / 3)
-        self.gates = {name: LeaderGate(leader_role(name, a), store, replica_id,
-                                       lease_s=lease_s, retry_s=retry)
-                      for name, a in adapters.items() if a.capabilities.exclusive_intake}
-        self._tasks: list[asyncio.Task[None]] = []
-
-    def start(self) -> None:
-        if not self._tasks:
-            self._tasks = [asyncio.create_task(g.run(), name=f"leader:{name}")
-                           for name, g in self.gates.items()]
-
-    async def stop(self) -> None:
-        """Stop trying; the leases are released with the replica (`replica_stop`)."""
-        for t in self._tasks:
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks = []
-
-    def roles(self) -> dict[str, str]:
-        """Adapter name → role held by this replica."""
-        return {name: g.role for name, g in self.gates.items() if g.leader}
-
-    # -- LeaderRoles -----------------------------------------------------------------------
-    def renewed(self, roles: dict[str, int], at: float | None = None) -> None:
-        """`at`: the monotonic time the heartbeat's transaction started (renewal counts from
-        then, not from when its answer arrived)."""
-        for g in self.gates.values():
-            if g.token is None:
-                continue
-            if roles.get(g.role) != g.token:
-                g.lose()
-            elif at is not None:
-                g.confirm(at)
-
-    def lose_all(self) -> None:
-        for g in self.gates.values():
-            g.lose()
+    def renewed(self, roles: dict[str, int], at: float | None) -> None:
+        """The heartbeat renewed `roles`: keep this lease if it is among them, else lose it."""
+        if self.token is None:
+            return
+        if roles.get(self.role) != self.token:
+            self.lose()
+        elif at is not None:
+            self.confirm(at)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from gateway.config.models import ReplicasConfig
-from gateway.replicas.leader import LeaderGates
+from gateway.replicas.gates import LeaderGates
 from gateway.replicas.sessions import ReplicaSessions
 from gateway.sessions import SessionManager
 from storage.ports import ReplicaLedger

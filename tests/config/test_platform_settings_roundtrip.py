@@ -53,7 +53,7 @@ VALUES: dict[str, dict[str, Any]] = {
         **COMMON, "token": "discord-token-value", "api_base_url": "http://127.0.0.1:3/api/v10",
         "gateway_url": "ws://127.0.0.1:3/gateway", "liveness_window_s": 200.0,
         "guild_ready_timeout_s": 0.5, "request_timeout_s": 30.0, "max_ratelimit_wait_s": 45.0,
-        "reidentify_delay_s": 1.0,
+        "reidentify_delay_s": 1.0, "shards": 3,
     },
     "api": {
         **COMMON, "require_mention": True, "host": "127.0.0.2", "port": _free_port(),

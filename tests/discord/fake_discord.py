@@ -265,7 +265,8 @@ class FakeDiscord:
                       "flags": 1 << 19, "summary": ""})
 
     async def _gateway_url(self, request: web.Request) -> web.Response:
-        return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": {
+        return _json({"url": self.gateway_url, "shards": self.gateway.recommended_shards,
+                      "session_start_limit": {
             "total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}})
 
     async def _channel(self, request: web.Request) -> web.Response:

@@ -16,7 +16,10 @@ __all__ = [
     "DM_ALICE",
     "DM_BLOCKED",
     "GENERAL",
+    "GENERAL2",
     "GUILD",
+    "GUILD2",
+    "GUILDS",
     "LATE_THREAD",
     "THREAD",
     "Snowflakes",
@@ -40,6 +43,10 @@ LATE_THREAD = 900000000000000013
 DM_ALICE = 900000000000000020
 #: A DM channel whose user blocked the bot: sends answer 403 / 50007.
 DM_BLOCKED = 900000000000000021
+#: A second guild on the other shard of two: (GUILD >> 22) % 2 == 1, (GUILD2 >> 22) % 2 == 0.
+GUILD2 = GUILD + (1 << 22)
+GENERAL2 = GUILD2 + 1
+GUILDS = (GUILD, GUILD2)
 
 USERS: dict[int, tuple[str, bool]] = {
     BOT: ("hermes", True),
@@ -70,8 +77,8 @@ def user_json(uid: int) -> dict[str, Any]:
             "avatar": None, "bot": bot}
 
 
-def _text_channel(cid: int, name: str) -> dict[str, Any]:
-    return {"id": str(cid), "type": 0, "guild_id": str(GUILD), "name": name, "position": 0,
+def _text_channel(cid: int, name: str, guild: int = GUILD) -> dict[str, Any]:
+    return {"id": str(cid), "type": 0, "guild_id": str(guild), "name": name, "position": 0,
             "permission_overwrites": [], "nsfw": False, "parent_id": None, "topic": None,
             "last_message_id": None, "rate_limit_per_user": 0, "flags": 0}
 
@@ -87,6 +94,8 @@ def _thread(cid: int, name: str) -> dict[str, Any]:
 def channel_json(cid: int) -> dict[str, Any] | None:
     if cid == GENERAL:
         return _text_channel(GENERAL, "general")
+    if cid == GENERAL2:
+        return _text_channel(GENERAL2, "general", GUILD2)
     if cid == THREAD:
         return _thread(THREAD, "help thread")
     if cid == LATE_THREAD:
@@ -97,15 +106,18 @@ def channel_json(cid: int) -> dict[str, Any] | None:
     return None
 
 
-def guild_json() -> dict[str, Any]:
-    everyone = {"id": str(GUILD), "name": "@everyone", "permissions": "1071698660929",
+def guild_json(guild: int = GUILD) -> dict[str, Any]:
+    first = guild == GUILD
+    everyone = {"id": str(guild), "name": "@everyone", "permissions": "1071698660929",
                 "position": 0, "color": 0, "hoist": False, "managed": False,
                 "mentionable": False, "flags": 0}
     return {
-        "id": str(GUILD), "name": "Fake Guild", "icon": None, "owner_id": str(ALICE),
-        "roles": [everyone], "emojis": [], "stickers": [], "features": [],
-        "channels": [_text_channel(GENERAL, "general")],
-        "threads": [_thread(THREAD, "help thread")],
+        "id": str(guild), "name": "Fake Guild" if first else "Other Guild", "icon": None,
+        "owner_id": str(ALICE), "roles": [everyone], "emojis": [], "stickers": [],
+        "features": [],
+        "channels": [_text_channel(GENERAL, "general") if first
+                     else _text_channel(GENERAL2, "general", GUILD2)],
+        "threads": [_thread(THREAD, "help thread")] if first else [],
         "members": [], "member_count": 3, "large": False, "unavailable": False,
         "joined_at": iso(), "verification_level": 0, "default_message_notifications": 0,
         "explicit_content_filter": 0, "mfa_level": 0, "premium_tier": 0,
@@ -116,6 +128,8 @@ def guild_json() -> dict[str, Any]:
 
 
 def guild_of(cid: int) -> int | None:
+    if cid == GENERAL2:
+        return GUILD2
     return GUILD if cid in (GENERAL, THREAD, LATE_THREAD) else None
 
 

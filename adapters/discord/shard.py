@@ -1,0 +1,148 @@
+"""`ShardRun`: one gateway connection (a shard, or the whole bot unsharded) of the adapter.
+
+Each shard has its own discord.py client, its own ordered queue and consumer, and its own
+catch-up cursor (`SeenChannels`), so one shard starts and stops without touching the
+others: a shard lease moving to another replica stops only that shard here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import discord
+
+from adapters.discord.backfill import SeenChannels, backfill
+from adapters.discord.client import HermesClient, IdentifyPacer, build_client
+from adapters.discord.inbound import Inbound, MessageLog
+from adapters.discord.settings import DiscordSettings
+from gateway.ports import AdapterContext
+
+__all__ = ["ShardRun"]
+
+
+class ShardRun:
+    """Runs one shard until cancelled. `run()` returns or raises when the client stops on its
+    own (the adapter turns that into its failure); cancelling it closes the client."""
+
+    def __init__(
+        self, name: str, settings: DiscordSettings, ctx: AdapterContext, *,
+        shard: tuple[int, int] | None, log: MessageLog, pacer: IdentifyPacer,
+        connected: Callable[[HermesClient], None],
+        interaction: Callable[[discord.Interaction], Awaitable[None]],
+    ) -> None:
+        """`shard`: (shard id, count); None: the unsharded connection. `connected(client)` is
+        called when the shard's session is up (READY or RESUMED)."""
+        self.name = name if shard is None else f"{name}:shard{shard[0]}"
+        self._settings = settings
+        self._ctx = ctx
+        self._shard = shard
+        self._log = log
+        self._pacer = pacer
+        self._connected = connected
+        self._interaction = interaction
+
+    async def run(self) -> None:
+        ctx = self._ctx
+        seen = SeenChannels(ctx.cursors, shard=self._shard)
+        try:
+            await seen.load()
+        except Exception as exc:  # a broken cursor store only costs the catch-up
+            ctx.logger.warning("discord_cursor_unreadable", error=type(exc).__name__,
+                               cursor=seen.name)
+        #: messages in arrival order; None marks the end of a catch-up's messages
+        queue: asyncio.Queue[discord.Message | None] = asyncio.Queue()
+        catch_up: set[asyncio.Task[None]] = set()
+        client: HermesClient
+
+        async def run_catch_up(points: dict[str, tuple[int, int | None]]) -> None:
+            await backfill(client, points, queue.put_nowait, logger=ctx.logger)
+            queue.put_nowait(None)
+
+        def on_ready() -> None:
+            task = asyncio.create_task(run_catch_up(seen.catch_up_points()),
+                                       name=f"{self.name}:backfill")
+            catch_up.add(task)
+            task.add_done_callback(catch_up.discard)
+
+        client = build_client(
+            self._settings, messages=queue, progress=ctx.progress,
+            connected=lambda: self._connected(client), ready=on_ready,
+            interaction=self._interaction, shard=self._shard, pacer=self._pacer)
+        inbound = Inbound(
+            ctx.name, client, cache_dir=Path(ctx.cache_dir), budget=ctx.download_budget,
+            log=self._log, logger=ctx.logger, download_timeout_s=ctx.download_timeout_s)
+        tasks = {
+            asyncio.create_task(client.start(self._settings.plain_token()),
+                                name=f"{self.name}:client"),
+            asyncio.create_task(self._consume(queue, inbound, seen), name=f"{self.name}:inbound"),
+        }
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finished = done.pop()
+            failure = None if finished.cancelled() else finished.exception()
+            if failure is not None:
+                raise failure
+        finally:
+            await _shutdown(client, tasks | catch_up, ctx)
+
+    async def _consume(self, queue: asyncio.Queue[discord.Message | None], inbound: Inbound,
+                       seen: SeenChannels) -> None:
+        """Emit messages one at a time, in arrival order; then advance the catch-up cursor.
+
+        A message the gateway could not record (storage down or full) ends the run with an
+        error: Discord never delivers it again, but the cursor stays before it, so the
+        catch-up after the supervisor's restart brings it and everything after it, in order.
+        A message that cannot be read at all is skipped with a log line."""
+        ctx = self._ctx
+        while True:
+            message = await queue.get()
+            if message is None:  # the catch-up's messages are all emitted
+                try:
+                    await seen.release()
+                except Exception as exc:  # noqa: BLE001 - only the catch-up cursor lags behind
+                    ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
+                continue
+            if self._log.was_emitted(str(message.id)):
+                continue
+            try:
+                event = await inbound.to_event(message)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__)
+                continue
+            if event is None:
+                continue
+            try:
+                await ctx.emit(event)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__,
+                                   recorded=False)
+                raise
+            self._log.mark_emitted(event.event_id)
+            guild = message.guild.id if message.guild else None
+            try:
+                await seen.note(message.channel.id, message.id, guild)
+            except Exception as exc:  # noqa: BLE001 - only the catch-up cursor lags behind
+                ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
+
+
+async def _shutdown(client: HermesClient, tasks: set[asyncio.Task[None]],
+                    ctx: AdapterContext) -> None:
+    # stop reading the socket first, so no event is dispatched into a closing client
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    # discord.py leaves the wait for guilds after READY running past close(); it would then
+    # dispatch on_ready into the closed client (whose loop is gone) and log a crash
+    ready_wait: asyncio.Task[None] | None = getattr(client._connection, "_ready_task", None)
+    if ready_wait is not None:
+        ready_wait.cancel()
+    try:
+        await client.close()
+    except Exception as exc:  # the client is dropped either way
+        ctx.logger.warning("discord_client_close_failed", error=type(exc).__name__)
