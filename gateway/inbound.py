@@ -23,7 +23,7 @@ from gateway.pipeline.mention import MentionGate
 from gateway.ports import BasePlatformAdapter, Capabilities
 from gateway.principals import UserSpaces
 from gateway.sessions import SessionManager, session_key
-from storage.errors import StorageError
+from storage.errors import EventPendingError, StorageError
 from storage.ports import DedupLedger, PairingStore, Reachability
 
 __all__ = ["InboundRouter", "InboundStore", "PairingDesk"]
@@ -32,6 +32,9 @@ log = structlog.get_logger("gateway.inbound")
 
 #: What storage raises when it cannot write (the event was not recorded).
 STORAGE_FAILURES = (StorageError, sqlite3.Error, OSError)
+#: Failed record attempts remembered (a long outage fails every event; beyond this many a
+#: redelivery of one is reclaimed only after `record_if_new`'s pending window).
+_UNSURE_MAX = 10_000
 
 MAX_PENDING_CODES_PER_HOUR = 3
 #: Button actions and the command each one stands for (`/<command> <button value>`).
@@ -141,6 +144,10 @@ class InboundRouter:
             else:
                 await self._pipeline.run(item)
         except Exception as exc:
+            if isinstance(exc, EventPendingError):
+                log.info("inbound_pending_elsewhere", platform=event.platform,
+                         event_id=event.event_id)
+                raise
             if not item.recorded and isinstance(exc, STORAGE_FAILURES):
                 log.warning("inbound_not_recorded", platform=event.platform,
                             event_id=event.event_id, error=type(exc).__name__)
@@ -288,11 +295,27 @@ class InboundRouter:
 
 
 class _StoreLedger:
-    """The pipeline's `Dedup` ledger over the state store."""
+    """The pipeline's `Dedup` ledger over the state store.
+
+    An attempt to record that failed (a commit lost with the connection may still have
+    stored the record) is remembered, so that the platform's redelivery of that event to
+    this process reclaims the record as new instead of dropping it as a repeat."""
 
     def __init__(self, store: DedupLedger, boot_id: str | None) -> None:
         self._store = store
         self._boot_id = boot_id
+        self._unsure: set[tuple[str, str]] = set()
 
     async def record_inbound(self, platform: str, event_id: str) -> bool:
-        return await self._store.record_if_new(platform, event_id, claimed_by=self._boot_id)
+        key = (platform, event_id)
+        try:
+            new = await self._store.record_if_new(platform, event_id, claimed_by=self._boot_id,
+                                                  reclaim_own=key in self._unsure)
+        except EventPendingError:
+            raise
+        except Exception:
+            if len(self._unsure) < _UNSURE_MAX:
+                self._unsure.add(key)
+            raise
+        self._unsure.discard(key)
+        return new

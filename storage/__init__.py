@@ -6,6 +6,7 @@ imports nothing from `gateway`, `adapters` or `agent_core`.
 
 from storage.codec import scrub
 from storage.errors import (
+    EventPendingError,
     FenceOutcome,
     FenceRejected,
     InvalidTitleError,
@@ -47,6 +48,7 @@ __all__ = [
     "ApprovedUser",
     "StorageError",
     "StorageBusyError",
+    "EventPendingError",
     "StoreClosedError",
     "SessionNotFoundError",
     "TitleInUseError",

@@ -13,6 +13,7 @@ __all__ = [
     "is_missing_parent",
     "StorageError",
     "StorageBusyError",
+    "EventPendingError",
     "StoreClosedError",
     "SessionNotFoundError",
     "TitleInUseError",
@@ -35,6 +36,12 @@ class StorageBusyError(StorageError):
 class StoreUnavailableError(StorageError):
     """The database server cannot be reached (PostgreSQL down, refused, wrong address).
     Its message names the target without a password."""
+
+
+class EventPendingError(StorageError):
+    """A redelivered inbound event is still being taken in by another live replica (its
+    dedup record is claimed, not yet held or settled): not a repeat yet. The adapter must not
+    acknowledge it; the platform delivers it again, and by then its fate is known."""
 
 
 class StoreClosedError(StorageError):

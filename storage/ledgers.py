@@ -8,6 +8,7 @@ from typing import Any
 
 from storage.base import StoreBase
 from storage.codec import scrub
+from storage.errors import EventPendingError
 from storage.fencing import check_session_fence, current_fence
 from storage.inbox import EventKey
 from storage.replicas import LIVE_REPLICAS
@@ -45,35 +46,54 @@ class LedgersMixin(StoreBase):
 
     # -- inbound ---------------------------------------------------------------------------
     async def record_if_new(self, platform: str, event_id: str, *,
-                            claimed_by: str | None = None) -> bool:
+                            claimed_by: str | None = None, reclaim_own: bool = False,
+                            pending_s: float = 30.0) -> bool:
         """Durably record an inbound event; True the first time, False for a repeat.
 
         With `claimed_by` (the recording process's boot id) the record stays claimed until
-        the event's fate is stored: its hold (then its release), or `inbound_settle`. An event
-        whose record is still claimed by another boot, and not held, was cut off between the
-        record and its hold when that process died: it counts as new once more, for
-        `claimed_by` (the platform delivers it again because its offset was not confirmed)."""
+        the event's fate is stored: its hold (then its release), or `inbound_settle`. A record
+        still claimed and not held was cut off between the record and its hold, and counts
+        as new once more for `claimed_by` (the platform delivered it again because it was
+        not acknowledged) when its claimer is a dead boot, when it is `claimed_by` itself and
+        `reclaim_own` (this process's own attempt failed: a commit lost with the connection
+        may have stored the record), or when a live replica claimed it more than `pending_s`
+        seconds ago (its attempt failed the same way). Claimed by a live replica more
+        recently: `EventPendingError` (that replica is still deciding; not acknowledged)."""
 
-        async def op(conn: Conn) -> bool:
+        async def op(conn: Conn) -> bool | None:
+            now = self._clock()
             cur = await conn.execute(
                 "INSERT INTO inbound_events(platform, event_id, recorded_at, claimed_by)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (platform, str(event_id), self._clock(), claimed_by),
+                (platform, str(event_id), now, claimed_by),
             )
             if cur.rowcount == 1:
                 return True
             if claimed_by is None:
                 return False
             # A claim of a live replica (another gateway on the same database) is not a
-            # dead boot's: that replica is still deciding the event's fate.
+            # dead boot's: that replica is still deciding the event's fate, for a while.
             cur = await conn.execute(
-                "UPDATE inbound_events SET claimed_by = ? WHERE platform = ? AND event_id = ?"
-                " AND held IS NULL AND claimed_by IS NOT NULL AND claimed_by != ?"
-                f" AND claimed_by NOT IN ({LIVE_REPLICAS})",
-                (claimed_by, platform, str(event_id), claimed_by, self._clock()))
-            return cur.rowcount == 1
+                "UPDATE inbound_events SET claimed_by = ?, recorded_at = ?"
+                " WHERE platform = ? AND event_id = ? AND held IS NULL"
+                " AND claimed_by IS NOT NULL AND ("
+                f" (claimed_by != ? AND (claimed_by NOT IN ({LIVE_REPLICAS})"
+                "  OR recorded_at < ?)) OR (claimed_by = ? AND ?))",
+                (claimed_by, now, platform, str(event_id), claimed_by, now, now - pending_s,
+                 claimed_by, reclaim_own))
+            if cur.rowcount == 1:
+                return True
+            rows = await conn.execute_fetchall(
+                "SELECT claimed_by FROM inbound_events WHERE platform = ? AND event_id = ?"
+                " AND held IS NULL AND claimed_by IS NOT NULL AND claimed_by != ?",
+                (platform, str(event_id), claimed_by))
+            return None if rows else False
 
-        return await self._write(op)
+        new = await self._write(op)
+        if new is None:
+            raise EventPendingError(f"{platform} event {event_id} is being taken in by another"
+                                    " replica")
+        return new
 
     async def inbound_settle(self, keys: Iterable[EventKey]) -> None:
         """The fate of these recorded events is decided without a hold (dropped by policy, a

@@ -267,8 +267,10 @@ class DedupLedger(Protocol):
     """Durable inbound dedup by (platform, event id)."""
 
     async def record_if_new(self, platform: str, event_id: str, *,
-                            claimed_by: str | None = None) -> bool:
-        """True the first time an event is recorded, False for a repeat (see the store)."""
+                            claimed_by: str | None = None, reclaim_own: bool = False,
+                            pending_s: float = 30.0) -> bool:
+        """True the first time an event is recorded, False for a repeat; raises
+        `EventPendingError` while another live replica takes it in (see the store)."""
         ...
 
     async def inbound_settle(self, keys: Iterable[EventKey]) -> None:
@@ -443,7 +445,8 @@ class ReplicaLedger(Protocol):
 
     async def replicas_retire(self, replica_id: str, *, host: str, home: str) -> list[str]: ...
 
-    async def replica_stop(self, replica_id: str) -> None: ...
+    async def replica_stop(self, replica_id: str, *,
+                           unfinished: Iterable[str] = ()) -> None: ...
 
     async def replicas_list(self, *, include_stopped_since: float | None = None
                             ) -> list[ReplicaInfo]: ...

@@ -25,7 +25,7 @@ SQLite the gateway never calls these (one process owns everything); they work th
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from storage.base import StoreBase
@@ -205,14 +205,27 @@ class ReplicasMixin(StoreBase):
 
         return await self._write(op)
 
-    async def replica_stop(self, replica_id: str) -> None:
+    async def replica_stop(self, replica_id: str, *, unfinished: Iterable[str] = ()) -> None:
         """A clean stop: release every lease `replica_id` holds (its sessions' queues are
-        free for the others at once) and mark it stopped."""
+        free for the others at once) and mark it stopped. The sessions `unfinished` (a turn
+        the stop cut off, or work queued that no held event carries, such as a turn being
+        re-run) are not released but expire now, still theirs: the next taker recovers them
+        as after a crash (their unanswered turn is run again, their unsent finals sent)."""
+        left = sorted(set(unfinished))
 
         async def op(conn: Conn) -> None:
             now = self._clock()
+            kept: set[str] = set()
+            for key in left:
+                cur = await conn.execute(
+                    "UPDATE session_leases SET expires_at = ? WHERE holder = ?"
+                    " AND session_key = ? AND expires_at > ?", (now, replica_id, key, now))
+                if cur.rowcount == 1:
+                    kept.add(key)
+            keep = (" AND session_key NOT IN (" + ", ".join("?" * len(kept)) + ")"
+                    if kept else "")
             await conn.execute("UPDATE session_leases SET holder = NULL, expires_at = 0"
-                               " WHERE holder = ?", (replica_id,))
+                               " WHERE holder = ?" + keep, (replica_id, *sorted(kept)))
             await conn.execute("UPDATE leader_leases SET holder = NULL, expires_at = 0"
                                " WHERE holder = ?", (replica_id,))
             await conn.execute("UPDATE replicas SET stopped_at = ?, expires_at = ?, roles = '[]',"

@@ -19,7 +19,8 @@ It gives the process an id (host and boot), and runs three duties:
 
 Start-up: retire the earlier boots of this host and profile (the profile lock proves they
 are gone), heartbeat, listen. Stop: release every lease and mark the replica stopped, so the
-others take its sessions and intakes at once.
+others take its sessions and intakes at once; the leases of sessions whose turn the stop cut
+off expire instead, so their next owner recovers them as after a crash.
 """
 
 from __future__ import annotations
@@ -149,8 +150,13 @@ class ReplicaRuntime:
             await self.leaders.stop()
         if self._listener is not None:
             await self._listener.close()
+        # A session whose turn the stop cut off (or whose re-run was queued) is left to a
+        # takeover, which runs it again; the others are released for the next event.
+        unfinished = [k for k in self._manager.unfinished_at_close() if self.sessions.owns(k)]
         try:
-            await self._store.replica_stop(self.replica_id)
+            await self._store.replica_stop(self.replica_id, unfinished=unfinished)
+            if unfinished:
+                log.info("sessions_left_for_takeover", count=len(unfinished))
         except Exception as exc:  # noqa: BLE001 - the leases expire by themselves
             log.warning("replica_stop_failed", error=type(exc).__name__)
         log.info("replica_stopped", replica_id=self.replica_id)

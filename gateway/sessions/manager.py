@@ -92,6 +92,7 @@ class SessionManager:
         self._clock = clock
         self._workers: dict[str, SessionWorker] = {}
         self._closing = False
+        self._unfinished: frozenset[str] = frozenset()
         self._parked: list[tuple[str, MessageEvent]] = []
         self._open = asyncio.Event()
         if intake_open:
@@ -451,6 +452,7 @@ class SessionManager:
         self._parked.clear()
         self._open.set()
         workers = list(self._workers.values())
+        self._unfinished = frozenset(w.key for w in workers if w.busy or w.depth)
         await asyncio.gather(
             *(w.close(drain_timeout_s=drain_timeout_s) for w in workers), return_exceptions=True
         )
@@ -459,6 +461,12 @@ class SessionManager:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._inbox is not None:
             await self._inbox.close()
+
+    def unfinished_at_close(self) -> frozenset[str]:
+        """The sessions that had a turn running or queued when `close()` began: a turn the
+        drain cut off leaves its user message unanswered, and a queued re-run of one is held
+        nowhere. A replica leaves their leases to be taken over (`ReplicaRuntime.stop`)."""
+        return self._unfinished
 
     def _forget(self, worker: SessionWorker) -> None:
         if self._workers.get(worker.key) is worker and worker.depth == 0:

@@ -8,6 +8,7 @@ gateway as a subprocess, a seeded schedule of users and faults, then the invaria
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import shutil
 import signal
@@ -402,7 +403,10 @@ class ChaosRun:
             return await self._run_here(started)
         finally:
             await self.proxy.stop()
-            await asyncio.to_thread(drop_database, self.dsn)
+            if os.environ.get("HERMES_CHAOS_KEEP_DB"):  # for reading a failed run
+                (self.workdir / "database.txt").write_text(self.dsn + "\n")
+            else:
+                await asyncio.to_thread(drop_database, self.dsn)
 
     async def _run_here(self, started: float) -> ChaosResult:
         if self.opts.disk_full:

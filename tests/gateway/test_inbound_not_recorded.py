@@ -33,6 +33,38 @@ async def test_event_storage_could_not_record_is_refused_and_redelivery_answered
         await fake.wait_for(lambda: fake.messages("c1") == ["echo: are you there"], 10)
 
 
+async def test_a_record_whose_commit_reply_was_lost_is_answered_on_redelivery(
+        tmp_path, model):
+    """Found by the chaos suite's replica mode (seed 2021, the database cut off): the
+    commit of the dedup record reached PostgreSQL but its reply was lost with the
+    connection, so the router refused the event (no ack) while the record was stored; Slack
+    sent it again, the ledger called that a repeat, acked and dropped it: never answered."""
+    from storage import StorageBusyError
+
+    async with runner_for(tmp_path, model) as (runner, fake):
+        store = runner.store
+        real = store.record_if_new
+        lost = [StorageBusyError("database connection lost while committing")]
+
+        async def commit_reply_lost(platform: str, event_id: str, **kw: object) -> bool:
+            stored = await real(platform, event_id, **kw)  # type: ignore[arg-type]
+            if lost:
+                raise lost.pop()
+            return stored
+
+        store.record_if_new = commit_reply_lost  # type: ignore[method-assign]
+        event = MessageEvent(platform="fake", event_id="e-lost", chat_id="c1",
+                             user=UserRef(id="u1"), text="still there")
+        with pytest.raises(StorageBusyError):
+            await runner.parts.inbound.emit(event)  # refused: the platform sends it again
+        assert await runner.parts.inbound.emit(event) is True
+        await fake.wait_for(lambda: fake.messages("c1") == ["echo: still there"], 10)
+        assert await runner.parts.inbound.emit(event) is False  # now a repeat
+        [session] = await store.list_sessions()
+        texts = [m["content"] for m in await store.load_history(session.id)]
+        assert texts == ["still there", "echo: still there"]
+
+
 async def test_a_bad_event_is_still_dropped_without_raising(tmp_path, model):
     async with runner_for(tmp_path, model) as (runner, _fake):
         async def broken(*_a: object, **_k: object) -> None:

@@ -116,3 +116,35 @@ async def test_a_replica_that_lost_its_lease_stores_and_sends_no_reply(
         assert outbox is not None and outbox.text == "fresh answer"
         lease = await store.session_lease_of("fake:dm:c1")
         assert lease is None or lease.token > token
+
+
+async def test_a_turn_cut_off_by_a_clean_stop_is_answered_by_the_other_replica(
+        tmp_path: Path, model: FakeOpenAIServer, pg_dsn: str) -> None:
+    """Replica a is mid-turn when it is stopped (SIGTERM) and its drain runs out: the user
+    message is stored, unanswered. Its lease is not simply released (then nobody would run
+    the turn again: no held event carries it any more) but left to expire, so b takes the
+    session over and answers the message once."""
+    await reset(pg_dsn)
+    fa, fb = FakeAdapter("fake"), FakeAdapter("fake")
+    async with runner_for(tmp_path / "a", model, adapters={"fake": fa}, storage__dsn=pg_dsn,
+                          gateway__drain_timeout_s=0.2, **REPLICAS) as (ra, _), \
+            runner_for(tmp_path / "b", model, adapters={"fake": fb},
+                       storage__dsn=pg_dsn, **REPLICAS) as (rb, _):
+        assert ra.replica is not None and rb.replica is not None
+        model.enqueue(Reply(text="cut off", delay_s=30.0), text("fresh answer"))
+        await fa.inject("question")
+        await fa.wait_for(lambda: len(model.requests) == 1)
+        await ra.shutdown()
+        both = (fa, fb)
+        await fb.wait_for(lambda: "fresh answer" in fb.messages("c1"), timeout_s=20)
+        await asyncio.sleep(1.0)
+        assert [t for a in both for t in a.messages("c1")
+                if t in ("cut off", "fresh answer")] == ["fresh answer"]
+        assert any(t.startswith("🔄 Another gateway replica") for t in fb.messages("c1"))
+        assert rb.replica.sessions.owns("fake:dm:c1")
+        assert len(model.requests) == 2
+    async with await PostgresStore.open(pg_dsn) as store:
+        [session] = await store.list_sessions()
+        texts = [m["content"] for m in await store.load_history(session.id)]
+        assert texts == ["question", "fresh answer"]
+        assert await store.inbound_held() == []

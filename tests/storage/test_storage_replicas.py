@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 from _storage_testlib import FakeClock
 
-from storage import FenceRejected, StateStore
+from storage import EventPendingError, FenceRejected, StateStore
 from storage.fencing import SessionFence, fenced
 
 TTL = 10.0
@@ -128,6 +128,20 @@ async def test_a_clean_stop_releases_everything(store: StateStore) -> None:
     assert taken.lease is not None and not taken.lease.takeover
 
 
+async def test_a_clean_stop_leaves_a_cut_off_session_to_a_takeover(store: StateStore) -> None:
+    await store.replica_heartbeat("ra", host="h", home="/p", pid=1, started_at=0.0, ttl=TTL)
+    await store.session_take("ra", "cut", ttl=TTL)
+    await store.session_take("ra", "idle", ttl=TTL)
+    await store.replica_stop("ra", unfinished=["cut", "never-held"])
+    assert await store.session_lease_of("idle") is None
+    assert await store.session_lease_of("never-held") is None
+    assert {i.session_key for i in await store.session_sweep("rb", stale_after=5)} == {"cut"}
+    taken = await store.session_take("rb", "cut", ttl=TTL)
+    assert taken.lease is not None and taken.lease.takeover and taken.lease.prev_holder == "ra"
+    idle = await store.session_take("rb", "idle", ttl=TTL)
+    assert idle.lease is not None and not idle.lease.takeover
+
+
 async def test_sweep_finds_orphan_lines_expired_owners_and_missed_wakeups(
         store: StateStore, clock: FakeClock) -> None:
     # "free": an event held while nobody owns the session (take=False: intake not open)
@@ -150,10 +164,34 @@ async def test_dedup_leaves_a_live_replicas_claim_alone(store: StateStore,
                                                         clock: FakeClock) -> None:
     await store.replica_heartbeat("ra", host="h", home="/a", pid=1, started_at=0.0, ttl=TTL)
     assert await store.record_if_new("telegram", "9", claimed_by="ra")
-    # rb gets the platform's retry of the same update while ra is still on it: a repeat
-    assert not await store.record_if_new("telegram", "9", claimed_by="rb")
+    # rb gets the platform's retry of the same update while ra is still on it: not a repeat
+    # yet (ra may still fail to hold it), so not to be acknowledged
+    with pytest.raises(EventPendingError):
+        await store.record_if_new("telegram", "9", claimed_by="rb")
     clock.advance(TTL + 1)  # ra died between the record and the hold: new once more
     assert await store.record_if_new("telegram", "9", claimed_by="rb")
+    # once held (or settled), a retry is a repeat, wherever it lands
+    await store.inbound_settle([("telegram", "9")])
+    assert not await store.record_if_new("telegram", "9", claimed_by="ra")
+
+
+async def test_dedup_reclaims_a_record_whose_attempt_failed(store: StateStore,
+                                                            clock: FakeClock) -> None:
+    """A commit lost with the connection may have stored the record while the recorder saw
+    an error and did not acknowledge: the redelivery is new again, for the recorder itself
+    (it knows its attempt failed) and, after the pending window, for another replica."""
+    await store.replica_heartbeat("ra", host="h", home="/a", pid=1, started_at=0.0, ttl=60)
+    await store.replica_heartbeat("rb", host="h", home="/b", pid=2, started_at=0.0, ttl=60)
+    assert await store.record_if_new("slack", "e1", claimed_by="ra")
+    assert not await store.record_if_new("slack", "e1", claimed_by="ra")
+    assert await store.record_if_new("slack", "e1", claimed_by="ra", reclaim_own=True)
+    assert await store.record_if_new("slack", "e2", claimed_by="ra")
+    with pytest.raises(EventPendingError):
+        await store.record_if_new("slack", "e2", claimed_by="rb", pending_s=5)
+    clock.advance(6)
+    assert await store.record_if_new("slack", "e2", claimed_by="rb", pending_s=5)
+    with pytest.raises(EventPendingError):  # rb's claim is fresh now
+        await store.record_if_new("slack", "e2", claimed_by="ra", pending_s=5)
 
 
 async def test_outbox_recovery_leaves_a_live_replicas_finals_alone(
