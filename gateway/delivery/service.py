@@ -41,6 +41,8 @@ TYPING_REFRESH_S = 4.0
 MAX_RETRIES = 8
 #: Pause before re-sending a final after a transient failure: 2 s doubling to 60 s, jittered.
 _RESEND = Backoff(base_s=2.0, cap_s=60.0)
+#: A retry that could not read its outbox row (the database away) tries again sooner.
+_DEFERRED = Backoff(base_s=0.5, cap_s=5.0)
 _MARK_RETRY = Backoff(base_s=0.25, cap_s=5.0)
 _MARK_ATTEMPTS = 10  # about 30 s in all
 
@@ -453,7 +455,16 @@ class DeliveryService:
 
         async def retry() -> None:
             await asyncio.sleep(max(delay, 0.05))
-            item = await self._ledger.outbox_get(final.outbox_id)
+            try:
+                item = await self._ledger.outbox_get(final.outbox_id)
+            except Exception as exc:  # noqa: BLE001 - the database is away: try later
+                # Rescheduled before this task ends, so the chat's later replies keep
+                # waiting behind this one (chaos seed 2021: a cut-off database ended the
+                # retry, and the next answer went out first).
+                log.warning("final_retry_deferred", adapter=final.target.adapter,
+                            outbox_id=final.outbox_id, error=type(exc).__name__)
+                self._schedule(final, _DEFERRED.delay(tries + 1), tries + 1, again, states)
+                return
             if item is not None and item.state in states:
                 await again()
 

@@ -117,3 +117,32 @@ async def test_a_reply_never_overtakes_an_earlier_one_waiting_for_a_rate_limit(
             fake.messages("c1")), 15)
         assert [m for m in fake.messages("c1") if m.startswith("echo")] == [
             "echo: first", "echo: second"]
+
+
+async def test_a_reply_waits_behind_an_earlier_one_whose_retry_met_a_storage_error(
+        tmp_path, model):
+    """Found by the chaos suite's replica mode (seed 2021, the database cut off): the
+    rate-limited first answer's retry could not read its outbox row and ended, so nothing
+    held the next answer back and the chat showed them in the wrong order."""
+    async with runner_for(tmp_path, model, gateway__busy_mode="queue",
+                          gateway__burst_merge_s=0,
+                          gateway__streaming__enabled=False) as (runner, fake):
+        store = runner.store
+        real = store.outbox_get
+        cut = [ConnectionResetError(104, "Connection reset by peer")]
+
+        async def database_cut(*args: object, **kw: object) -> object:
+            if cut:
+                raise cut.pop()
+            return await real(*args, **kw)  # type: ignore[arg-type]
+
+        store.outbox_get = database_cut  # type: ignore[method-assign]
+        fake.fail_next("rate_limited", retry_after=0.5, op="send")
+        await fake.inject("first", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: len(model.requests) == 1, 10)
+        await fake.inject("second", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: {"echo: first", "echo: second"} <= set(
+            fake.messages("c1")), 20)
+        assert not cut
+        assert [m for m in fake.messages("c1") if m.startswith("echo")] == [
+            "echo: first", "echo: second"]
