@@ -466,7 +466,11 @@ class DeliveryService:
                 self._schedule(final, _DEFERRED.delay(tries + 1), tries + 1, again, states)
                 return
             if item is not None and item.state in states:
-                await again()
+                try:
+                    await again()
+                except Exception as exc:  # noqa: BLE001 - the row stays open for recovery
+                    log.warning("final_retry_failed", adapter=final.target.adapter,
+                                outbox_id=final.outbox_id, error=type(exc).__name__)
 
         task = asyncio.create_task(retry(), name=f"outbox-retry:{final.outbox_id}")
         self._retry_tasks.add(task)
