@@ -2,8 +2,10 @@
 
 Discord replays missed events only to a RESUMEd session. After a restart (or a new IDENTIFY)
 the adapter reads, for each channel it recently saw traffic in, the messages after the last one
-it emitted (bounded in channels, messages and age) and feeds them through the normal inbound
-path; the gateway's durable dedup drops anything already recorded.
+it emitted (bounded in channels, messages and age), and for the guild channels it has not seen
+traffic in yet, those after the newest position it knows (a first message in a channel posted
+while no session was live), and feeds them through the normal inbound path; the gateway's
+durable dedup drops anything already recorded.
 
 The catch-up starts from the cursor as loaded at start, not from the live one: a newer message
 of the channel may arrive live between READY and on_ready (which waits for the guilds) and
@@ -106,20 +108,31 @@ async def backfill(
     *,
     per_channel: int = 50,
     max_age_s: float = 6 * 3600,
+    max_unseen: int = 20,
     logger: EventLogger,
 ) -> int:
     """Hand every message newer than `points` (channel -> (last emitted id, guild id)) and
-    younger than `max_age_s` to `deliver`, oldest first. Returns how many. Must not raise for
-    platform errors (logged, skipped)."""
+    younger than `max_age_s` to `deliver`, oldest first per channel; also those of up to
+    `max_unseen` guild channels the cursor does not know, newer than its newest position.
+    Returns how many. Must not raise for platform errors (logged, skipped)."""
     horizon = time.time() - max_age_s
     count = 0
+    starts: dict[int, tuple[int, discord.abc.Messageable]] = {}
     for key, (last_id, guild_id) in list(points.items()):
         cid = int(key)
-        channel = client.get_channel(cid) or client.get_partial_messageable(
+        found = client.get_channel(cid) or client.get_partial_messageable(
             cid, guild_id=guild_id
         )
-        if not isinstance(channel, discord.abc.Messageable):  # a category or forum: no history
-            continue
+        if isinstance(found, discord.abc.Messageable):  # a category or forum: no history
+            starts[cid] = (last_id, found)
+    # A channel of a guild this session sees but the cursor does not know (its first message
+    # came while no session was live): read it from the newest position the cursor knows
+    # (ids are time-ordered), so that message is not lost.
+    since = max((last for last, _g in points.values()), default=0)
+    if since:
+        for unseen in _unseen(client, starts, since)[:max_unseen]:
+            starts[unseen.id] = (since, unseen)
+    for cid, (last_id, channel) in starts.items():
         try:
             async for message in channel.history(
                 after=discord.Object(last_id), limit=per_channel, oldest_first=True
@@ -128,5 +141,23 @@ async def backfill(
                     deliver(message)
                     count += 1
         except (discord.HTTPException, discord.InvalidData) as exc:
-            logger.warning("discord_backfill_failed", channel=key, error=type(exc).__name__)
+            logger.warning("discord_backfill_failed", channel=str(cid), error=type(exc).__name__)
     return count
+
+
+def _unseen(client: discord.Client, known: Mapping[int, object], since: int
+            ) -> list[discord.TextChannel | discord.Thread]:
+    """Text channels and threads of the session's guilds that are not in `known` and may
+    have a message newer than `since` (their last message id, when Discord sent one), newest
+    first."""
+    out: list[tuple[int, discord.TextChannel | discord.Thread]] = []
+    for guild in client.guilds:
+        channels: list[discord.TextChannel | discord.Thread] = [*guild.text_channels,
+                                                                 *guild.threads]
+        for channel in channels:
+            last = channel.last_message_id
+            if channel.id in known or (last is not None and last <= since):
+                continue
+            out.append((last or since, channel))
+    out.sort(key=lambda c: c[0], reverse=True)
+    return [c for _last, c in out]

@@ -205,8 +205,30 @@ async def test_messages_posted_while_down_are_caught_up_after_restart(tmp_path: 
         assert late["dm while down"].chat_id == str(DM_ALICE)
         assert h.emit_calls == 4  # the cursor kept the already-emitted ones out
         histories = [p for m, p in h.fake.requests if m == "GET" and p.endswith("/messages")]
+        # the two channels of the cursor, and the guild's channel it has not seen yet
         assert sorted(histories) == sorted({f"/api/v10/channels/{c}/messages"
-                                            for c in (THREAD, DM_ALICE)})
+                                            for c in (THREAD, DM_ALICE, GENERAL)})
+
+
+async def test_a_first_message_in_a_channel_posted_while_down_is_caught_up(
+        tmp_path: Path) -> None:
+    """Found by the chaos suite's replica mode (seed 2022): the first message of a guild
+    channel came while no session was live (the Discord intake was moving between
+    replicas); the catch-up read only the channels of its cursor, so it was never seen."""
+    async with DiscordHarness(tmp_path) as h:
+        await h.start()
+        await h.fake.user_says("dm before", channel=DM_ALICE)
+        await h.wait_emitted(1)
+        await h.adapter.stop()
+        assert h._task is not None
+        await asyncio.wait_for(h._task, 10)
+        await h.fake.user_says("first in general", channel=GENERAL, mention_bot=True)
+        h._connected.clear()
+        await h.start()
+        events = await h.wait_emitted(2)
+        assert [e.text for e in events][1:] == ["first in general"]
+        assert events[1].chat_id == str(GENERAL) and events[1].mentions_bot
+        assert h.emit_calls == 2
 
 
 async def test_message_content_intent_off_in_the_portal_is_fatal(tmp_path: Path) -> None:
