@@ -23,7 +23,8 @@ test: $(STAMP)
 	$(BIN)/ruff check gateway adapters agent_core storage hermes_common tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/pytest -q -n 2 --dist loadfile --durations=25
+	# 4 workers on 2 cores: most tests wait on sockets, fakes and child processes
+	$(BIN)/pytest -q -n 4 --dist loadfile --durations=25
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
