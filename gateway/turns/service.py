@@ -426,6 +426,12 @@ class TurnService:
         written to (a compression may have rotated it) and the recorded final."""
         final = None
         if isinstance(terminal, ae.Final):
+            if consumer is not None:
+                # A preview send still on its way lands first, so the row names the preview
+                # the final replaces: recovery then finishes it in place instead of posting
+                # the reply a second time (chaos seed 2020, a kill between the final's edit
+                # of a preview that was still being posted and the "delivered" mark).
+                await consumer.stop_streaming()
             final = await self._delivery.record_final(
                 target, shown.final(terminal.text), session_id=session.id,
                 preview_message_id=consumer.message_id if consumer else None)

@@ -5,6 +5,8 @@ the model saw the user's question twice."""
 
 from __future__ import annotations
 
+import sqlite3
+
 from agent_core.interrupt import InterruptSignal
 from gateway.events import ChatType, MessageEvent, UserRef
 from tests.gateway.runtime_harness import KEY, runner_for, user_texts
@@ -54,3 +56,34 @@ async def test_a_turn_that_crashes_after_its_preview_leaves_no_streaming_preview
         shown = fake.messages("c1")
         assert len(shown) == 2 and shown[0].startswith("A long")
         assert shown[0].endswith("⏹ Interrupted.") and not shown[0].endswith("▌")
+
+
+async def test_the_outbox_row_names_a_preview_whose_send_was_still_on_its_way(
+        tmp_path, model):
+    """Found by the chaos suite's replica mode (seed 2020, Slack slow): the final was
+    recorded while the first preview was still being posted, so the row named no preview;
+    the final then replaced that preview in place, the replica was killed before marking it
+    delivered, and the new owner posted the answer again beside it."""
+    import asyncio
+
+    from tests.fakes.openai_server import text
+
+    model.enqueue(text("A short answer", chunk_chars=4, delay_s=0.05))
+    async with runner_for(tmp_path, model, gateway__busy_mode="queue",
+                          gateway__streaming__edit_interval_s=0.05) as (runner, fake):
+        real = fake.send
+        slow = [0.8]
+
+        async def slow_first_send(message):
+            if slow:
+                await asyncio.sleep(slow.pop())  # the preview's post is slow to come back
+            return await real(message)
+
+        fake.send = slow_first_send
+        await fake.inject("tell me", chat_id="c1", user_id="u1")
+        await fake.wait_for(lambda: fake.messages("c1") == ["A short answer"], 10)
+        await fake.wait_for(lambda: not runner.manager.is_busy(KEY), 10)
+        [sent] = fake.sent("c1")
+        with sqlite3.connect(runner.paths.state_db) as c:
+            rows = c.execute("SELECT preview_message_id, state FROM outbox").fetchall()
+        assert rows == [(sent.message_id, "delivered")]

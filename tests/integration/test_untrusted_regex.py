@@ -43,4 +43,5 @@ async def test_health_keeps_answering_while_the_worst_pattern_runs(tmp_path, mod
         # The tool answered (no match: the line ends in '!'), with the pattern run by RE2.
         result = [m for m in model.requests[2].body["messages"] if m["role"] == "tool"][-1]
         assert "No text" in result["content"]
-        assert worst < 0.1, f"/healthz took {worst * 1000:.0f} ms while the pattern ran"
+        # `re` held the GIL for seconds; 1 s leaves room for a loaded CI machine (-n 4).
+        assert worst < 1.0, f"/healthz took {worst * 1000:.0f} ms while the pattern ran"
