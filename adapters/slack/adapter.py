@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import structlog
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -185,7 +186,25 @@ class SlackAdapter(BasePlatformAdapter):
                 str(resp.get("user") or ""))
 
     def _build_app(self, web: AsyncWebClient) -> AsyncApp:
-        app = AsyncApp(client=web, signing_secret=self.settings.plain().signing_secret,
+        # Bolt's single-workspace authorization calls auth.test on the first event it sees;
+        # when that call failed (a Slack 5xx), bolt acknowledged the envelope with an error
+        # text and the message was gone (chaos seed 2025). The bot's identity is known from
+        # our own auth.test at start, so bolt authorizes from it without a call; bolt's
+        # client carries no token of its own (the listeners use ours).
+        identity, token = self._identity, web.token
+
+        async def authorize(enterprise_id: str | None, team_id: str | None,
+                            user_id: str | None) -> AuthorizeResult:
+            assert identity is not None
+            return AuthorizeResult(enterprise_id=enterprise_id,
+                                   team_id=team_id or identity.team_id or None,
+                                   bot_user_id=identity.user_id or None,
+                                   bot_id=identity.bot_id or None, bot_token=token,
+                                   user_id=user_id)
+
+        bolt_client = AsyncWebClient(base_url=web.base_url, timeout=web.timeout)
+        app = AsyncApp(client=bolt_client, authorize=authorize,
+                       signing_secret=self.settings.plain().signing_secret,
                        process_before_response=True, logger=_BOLT_LOG)
 
         async def on_message(event: dict[str, Any]) -> None:

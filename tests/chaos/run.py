@@ -136,7 +136,8 @@ class ChaosRun:
             "gateway": {"busy_mode": "queue", "drain_timeout_s": 3,
                         "streaming": {"edit_interval_s": 0.2}, "health": {"port": 0},
                         "adapter_connect_timeout_s": 20},
-            "logging": {"file": {"enabled": False}},
+            "logging": {"file": {"enabled": False},  # HERMES_CHAOS_DEBUG=1: read a run
+                        "level": "DEBUG" if os.environ.get("HERMES_CHAOS_DEBUG") else "INFO"},
             "platforms": {d.name: d.config() for d in self.drivers},
             **({"storage": {"backend": "postgres", "dsn": self.proxy.dsn(self.dsn)}}
                if self.proxy is not None else {}),

@@ -174,3 +174,15 @@ async def test_failed_emit_leaves_envelope_unacked_for_redelivery(running: Runni
     [ev] = await rec.wait_emitted(1)
     assert ev.text == "keep me"
     await _settle(running)
+
+
+async def test_a_slack_outage_on_the_first_event_does_not_lose_it(running: Running) -> None:
+    """Found by the chaos suite (seed 2025, Slack 5xx): bolt's own authorization called
+    auth.test on the first event after a (re)connect; the 503 made bolt acknowledge the
+    envelope with an error text, and the message never reached the gateway. The bot's
+    identity from the adapter's auth.test at start is used instead: no call per event."""
+    running.fake.outages.append((503, "upstream connect error or disconnect/reset"))
+    await running.fake.user_message("are you there", channel="D0001")
+    [ev] = await running.rec.wait_emitted(1)
+    assert ev.text == "are you there"
+    assert not [c for c in running.fake.calls if c[0] == "auth.test"][1:]  # only the start's
