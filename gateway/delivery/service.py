@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -103,9 +103,9 @@ class DeliveryService:
         self._files = files
         self._stream = stream
         self._clock = clock
-        self._retry_tasks: set[asyncio.Task[None]] = set()
+        self._retry_tasks: set[asyncio.Task[Any]] = set()
         #: retries of finals not out yet, per chat and thread: later replies wait for them
-        self._chat_retries: dict[tuple[str, str, str | None], set[asyncio.Task[None]]] = {}
+        self._chat_retries: dict[tuple[str, str, str | None], set[asyncio.Task[Any]]] = {}
         self._unreachable: set[tuple[str, str]] = set()
         self._typing: dict[ReplyTarget, asyncio.Task[None]] = {}
         self._on_outbound = on_outbound
@@ -250,7 +250,26 @@ class DeliveryService:
         background after a rate limit or transient error, replacing the same preview, or
         marked failed when the chat is unreachable). Stops the turn's typing indicator."""
         self._stop_typing(final.target)
-        await self.wait_earlier_finals(final.target)
+        chat = _chat_key(final.target)
+        earlier = set(self._chat_retries.get(chat, ()))
+        # A task of its own, shielded: a turn cancelled while its final goes out (an
+        # interrupt's grace ran out while the chat's rate limit held the send; chaos seed
+        # 772018) must not cut the send off, and the chat's later answers wait behind it.
+        task: asyncio.Task[Any] = asyncio.create_task(
+            self._send_after(earlier, final, consumer), name=f"final-send:{final.outbox_id}")
+        self._retry_tasks.add(task)
+        task.add_done_callback(self._retry_tasks.discard)
+        self._chat_retries.setdefault(chat, set()).add(task)
+        task.add_done_callback(lambda t: self._chat_retries.get(chat, set()).discard(t))
+        task.add_done_callback(_retrieved)
+        return list(await asyncio.shield(task))
+
+    async def _send_after(self, earlier: set[asyncio.Task[Any]], final: PreparedFinal,
+                          consumer: StreamConsumer | None) -> list[str]:
+        """`send_final`'s task: after the chat's finals sent or retried before it (at most
+        two minutes, as `wait_earlier_finals`), one attempt."""
+        if earlier:
+            await asyncio.wait(earlier, timeout=120.0)
         return await self._attempt(final, consumer, 0)
 
     async def deliver_final(self, target: ReplyTarget, text: str, *, session_id: str | None,
@@ -530,6 +549,12 @@ class DeliveryService:
         for t in [*self._retry_tasks, *self._typing.values()]:
             t.cancel()
         self.budgets.close()
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """A final's send whose turn was cancelled: its failure is logged, not left unread."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.warning("final_send_task_failed", error=type(exc).__name__)
 
 
 def _chat_key(target: ReplyTarget) -> tuple[str, str, str | None]:
