@@ -61,6 +61,7 @@ class HermesClient(discord.Client):
         connected: Any,
         ready: Any = None,
         interaction: Any = None,
+        new_session: Any = None,
         reidentify_delay_s: float = 5.0,
         pacer: IdentifyPacer | None = None,
         **options: Any,
@@ -73,6 +74,7 @@ class HermesClient(discord.Client):
         self._progress = progress
         self._connected = connected
         self._ready_hook = ready
+        self._new_session_hook = new_session
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
         """Discord allows one IDENTIFY per 5 s per bot: wait before identifying again, and
@@ -86,8 +88,11 @@ class HermesClient(discord.Client):
         self._progress()
 
     async def on_connect(self) -> None:
-        """READY was received: the session is up (guilds may still be streaming in)."""
+        """READY was received: a new session is up (guilds may still be streaming in; a
+        RESUME dispatches `on_resumed` instead)."""
         self._progress()
+        if self._new_session_hook is not None:
+            self._new_session_hook()
         self._connected()
 
     async def on_ready(self) -> None:
@@ -113,7 +118,7 @@ class HermesClient(discord.Client):
 def build_client(
     settings: DiscordSettings, *, messages: asyncio.Queue[discord.Message | None],
     progress: Any,
-    connected: Any, ready: Any = None, interaction: Any = None,
+    connected: Any, ready: Any = None, interaction: Any = None, new_session: Any = None,
     shard: tuple[int, int] | None = None, pacer: IdentifyPacer | None = None,
 ) -> HermesClient:
     """A fresh client (one per `start()` and shard): never reuse one after it closed.
@@ -126,6 +131,7 @@ def build_client(
         connected=connected,
         ready=ready,
         interaction=interaction,
+        new_session=new_session,
         reidentify_delay_s=settings.reidentify_delay_s,
         pacer=pacer,
         intents=intents(),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import discord
@@ -20,6 +21,15 @@ from adapters.discord.settings import DiscordSettings
 from gateway.ports import AdapterContext
 
 __all__ = ["ShardRun"]
+
+
+@dataclass(slots=True)
+class _CatchUp:
+    """A catch-up in progress: the ids it has queued, and the live messages held after it."""
+
+    pending: bool = False
+    ids: set[int] = field(default_factory=set)
+    live: list[discord.Message] = field(default_factory=list)
 
 
 class ShardRun:
@@ -35,6 +45,7 @@ class ShardRun:
         """`shard`: (shard id, count); None: the unsharded connection. `connected(client)` is
         called when the shard's session is up (READY or RESUMED)."""
         self.name = name if shard is None else f"{name}:shard{shard[0]}"
+        self._catching = _CatchUp()
         self._settings = settings
         self._ctx = ctx
         self._shard = shard
@@ -45,6 +56,7 @@ class ShardRun:
 
     async def run(self) -> None:
         ctx = self._ctx
+        self._catching = _CatchUp()  # a run after a failure starts afresh
         seen = SeenChannels(ctx.cursors, shard=self._shard)
         try:
             await seen.load()
@@ -56,11 +68,22 @@ class ShardRun:
         catch_up: set[asyncio.Task[None]] = set()
         client: HermesClient
 
+        catching = self._catching
+
+        def caught_up(message: discord.Message) -> None:
+            catching.ids.add(message.id)
+            queue.put_nowait(message)
+
         async def run_catch_up(points: dict[str, tuple[int, int | None]]) -> None:
-            await backfill(client, points, queue.put_nowait, logger=ctx.logger)
+            await backfill(client, points, caught_up, logger=ctx.logger)
             queue.put_nowait(None)
 
+        def on_new_session() -> None:
+            # From READY on, live messages wait for the catch-up that on_ready starts.
+            catching.pending = True
+
         def on_ready() -> None:
+            catching.pending = True
             task = asyncio.create_task(run_catch_up(seen.catch_up_points()),
                                        name=f"{self.name}:backfill")
             catch_up.add(task)
@@ -69,6 +92,7 @@ class ShardRun:
         client = build_client(
             self._settings, messages=queue, progress=ctx.progress,
             connected=lambda: self._connected(client), ready=on_ready,
+            new_session=on_new_session,
             interaction=self._interaction, shard=self._shard, pacer=self._pacer)
         inbound = Inbound(
             ctx.name, client, cache_dir=Path(ctx.cache_dir), budget=ctx.download_budget,
@@ -96,6 +120,7 @@ class ShardRun:
         catch-up after the supervisor's restart brings it and everything after it, in order.
         A message that cannot be read at all is skipped with a log line."""
         ctx = self._ctx
+        catching = self._catching
         while True:
             message = await queue.get()
             if message is None:  # the catch-up's messages are all emitted
@@ -103,32 +128,49 @@ class ShardRun:
                     await seen.release()
                 except Exception as exc:  # noqa: BLE001 - only the catch-up cursor lags behind
                     ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
+                catching.pending = False
+                for live in sorted(catching.live, key=lambda m: m.id):
+                    await self._emit_one(live, inbound, seen)
+                catching.live.clear()
                 continue
-            if self._log.was_emitted(str(message.id)):
+            if catching.pending and message.id not in catching.ids:
+                # Live while the catch-up still reads history: after it, so a message
+                # only the catch-up brings (one whose recording failed before the restart)
+                # is not overtaken by a newer one (long chaos run, seed 772018).
+                catching.live.append(message)
                 continue
-            try:
-                event = await inbound.to_event(message)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__)
-                continue
-            if event is None:
-                continue
-            try:
-                await ctx.emit(event)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__,
-                                   recorded=False)
-                raise
-            self._log.mark_emitted(event.event_id)
-            guild = message.guild.id if message.guild else None
-            try:
-                await seen.note(message.channel.id, message.id, guild)
-            except Exception as exc:  # noqa: BLE001 - only the catch-up cursor lags behind
-                ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
+            catching.ids.discard(message.id)
+            await self._emit_one(message, inbound, seen)
+
+    async def _emit_one(self, message: discord.Message, inbound: Inbound,
+                        seen: SeenChannels) -> None:
+        """One message to the gateway (see `_consume`)."""
+        ctx = self._ctx
+        if self._log.was_emitted(str(message.id)):
+            return
+        try:
+            event = await inbound.to_event(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__)
+            return
+        if event is None:
+            return
+        try:
+            await ctx.emit(event)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__,
+                               recorded=False)
+            raise
+        self._log.mark_emitted(event.event_id)
+        guild = message.guild.id if message.guild else None
+        try:
+            await seen.note(message.channel.id, message.id, guild)
+        except Exception as exc:  # noqa: BLE001 - only the catch-up cursor lags behind
+            ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
 
 
 async def _shutdown(client: HermesClient, tasks: set[asyncio.Task[None]],
