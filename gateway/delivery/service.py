@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from gateway.delivery.chat_order import EARLIER_FINALS_WAIT_S, ChatKey, ChatOrder
 from gateway.delivery.files import OutboundFiles
 from gateway.delivery.render import preview_text, render_final, render_plain
 from gateway.delivery.stream import DeliveryFailed, StreamConsumer, StreamSettings
@@ -103,9 +104,8 @@ class DeliveryService:
         self._files = files
         self._stream = stream
         self._clock = clock
-        self._retry_tasks: set[asyncio.Task[Any]] = set()
-        #: retries of finals not out yet, per chat and thread: later replies wait for them
-        self._chat_retries: dict[tuple[str, str, str | None], set[asyncio.Task[Any]]] = {}
+        #: finals not out yet (a send, a retry), per chat and thread: later replies wait
+        self._order = ChatOrder()
         self._unreachable: set[tuple[str, str]] = set()
         self._typing: dict[ReplyTarget, asyncio.Task[None]] = {}
         self._on_outbound = on_outbound
@@ -251,25 +251,22 @@ class DeliveryService:
         marked failed when the chat is unreachable). Stops the turn's typing indicator."""
         self._stop_typing(final.target)
         chat = _chat_key(final.target)
-        earlier = set(self._chat_retries.get(chat, ()))
+        earlier = self._order.earlier(chat)
         # A task of its own, shielded: a turn cancelled while its final goes out (an
         # interrupt's grace ran out while the chat's rate limit held the send; chaos seed
         # 772018) must not cut the send off, and the chat's later answers wait behind it.
         task: asyncio.Task[Any] = asyncio.create_task(
             self._send_after(earlier, final, consumer), name=f"final-send:{final.outbox_id}")
-        self._retry_tasks.add(task)
-        task.add_done_callback(self._retry_tasks.discard)
-        self._chat_retries.setdefault(chat, set()).add(task)
-        task.add_done_callback(lambda t: self._chat_retries.get(chat, set()).discard(t))
+        self._order.track(chat, task)
         task.add_done_callback(_retrieved)
         return list(await asyncio.shield(task))
 
     async def _send_after(self, earlier: set[asyncio.Task[Any]], final: PreparedFinal,
                           consumer: StreamConsumer | None) -> list[str]:
         """`send_final`'s task: after the chat's finals sent or retried before it (at most
-        two minutes, as `wait_earlier_finals`), one attempt."""
+        `EARLIER_FINALS_WAIT_S`), one attempt."""
         if earlier:
-            await asyncio.wait(earlier, timeout=120.0)
+            await asyncio.wait(earlier, timeout=EARLIER_FINALS_WAIT_S)
         return await self._attempt(final, consumer, 0)
 
     async def deliver_final(self, target: ReplyTarget, text: str, *, session_id: str | None,
@@ -492,22 +489,14 @@ class DeliveryService:
                                 outbox_id=final.outbox_id, error=type(exc).__name__)
 
         task = asyncio.create_task(retry(), name=f"outbox-retry:{final.outbox_id}")
-        self._retry_tasks.add(task)
-        task.add_done_callback(self._retry_tasks.discard)
-        chat = _chat_key(final.target)
-        self._chat_retries.setdefault(chat, set()).add(task)
-        task.add_done_callback(lambda t: self._chat_retries.get(chat, set()).discard(t))
+        self._order.track(_chat_key(final.target), task)
 
-    async def wait_earlier_finals(self, target: ReplyTarget, timeout_s: float = 120.0) -> None:
-        """Wait (at most `timeout_s`) until no final of this chat and thread waits for a
-        retry (a rate limit, a transient error): a reply never overtakes an earlier one."""
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        while pending := self._chat_retries.get(_chat_key(target)):
-            left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                log.warning("earlier_final_still_pending", adapter=target.adapter)
-                return
-            await asyncio.wait(set(pending), timeout=left)
+    async def wait_earlier_finals(self, target: ReplyTarget,
+                                  timeout_s: float = EARLIER_FINALS_WAIT_S) -> None:
+        """Wait (at most `timeout_s`) until no final of this chat and thread is still on its
+        way (a send, a retry after a rate limit): a reply never overtakes an earlier one."""
+        if not await self._order.wait(_chat_key(target), timeout_s):
+            log.warning("earlier_final_still_pending", adapter=target.adapter)
 
     async def resend(self, outbox_id: int, target: ReplyTarget, marker: str | None = None) -> None:
         """Send an outbox row again (start-up recovery), prefixed with `marker` if given.
@@ -546,7 +535,7 @@ class DeliveryService:
     async def close(self) -> None:
         """Cancel pending retries and typing loops, close the budgets. Pending finals stay in
         the outbox for the next start."""
-        for t in [*self._retry_tasks, *self._typing.values()]:
+        for t in [*self._order.all, *self._typing.values()]:
             t.cancel()
         self.budgets.close()
 
@@ -557,5 +546,5 @@ def _retrieved(task: asyncio.Task[Any]) -> None:
         log.warning("final_send_task_failed", error=type(exc).__name__)
 
 
-def _chat_key(target: ReplyTarget) -> tuple[str, str, str | None]:
+def _chat_key(target: ReplyTarget) -> ChatKey:
     return (target.adapter, target.chat_id, target.thread_id)
