@@ -82,8 +82,7 @@ class ShardRun:
             # From READY on, live messages wait for the catch-up that on_ready starts.
             catching.pending = True
 
-        def on_ready() -> None:
-            catching.pending = True
+        def on_ready() -> None:  # after on_connect (`on_new_session`) of a new session
             task = asyncio.create_task(run_catch_up(seen.catch_up_points()),
                                        name=f"{self.name}:backfill")
             catch_up.add(task)

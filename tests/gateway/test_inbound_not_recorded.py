@@ -110,13 +110,8 @@ async def test_a_reply_never_overtakes_an_earlier_one_waiting_for_a_rate_limit(
                           gateway__burst_merge_s=0,
                           gateway__streaming__enabled=False) as (runner, fake):
         fake.fail_next("rate_limited", retry_after=1.5, op="send")
-        await fake.inject("first", chat_id="c1", user_id="u1")
-        await fake.wait_for(lambda: len(model.requests) == 1, 10)
-        await fake.inject("second", chat_id="c1", user_id="u1")
-        await fake.wait_for(lambda: {"echo: first", "echo: second"} <= set(
-            fake.messages("c1")), 15)
-        assert [m for m in fake.messages("c1") if m.startswith("echo")] == [
-            "echo: first", "echo: second"]
+        await _first_then_second(fake, model, timeout_s=15)
+        assert _echoes(fake) == ["echo: first", "echo: second"]
 
 
 async def test_a_reply_waits_behind_an_earlier_one_whose_retry_met_a_storage_error(
@@ -138,11 +133,19 @@ async def test_a_reply_waits_behind_an_earlier_one_whose_retry_met_a_storage_err
 
         store.outbox_get = database_cut  # type: ignore[method-assign]
         fake.fail_next("rate_limited", retry_after=0.5, op="send")
-        await fake.inject("first", chat_id="c1", user_id="u1")
-        await fake.wait_for(lambda: len(model.requests) == 1, 10)
-        await fake.inject("second", chat_id="c1", user_id="u1")
-        await fake.wait_for(lambda: {"echo: first", "echo: second"} <= set(
-            fake.messages("c1")), 20)
+        await _first_then_second(fake, model, timeout_s=20)
         assert not cut
-        assert [m for m in fake.messages("c1") if m.startswith("echo")] == [
-            "echo: first", "echo: second"]
+        assert _echoes(fake) == ["echo: first", "echo: second"]
+
+
+async def _first_then_second(fake, model, *, timeout_s: float) -> None:
+    """"first", then (once the model has it) "second" in one chat, until both are answered."""
+    await fake.inject("first", chat_id="c1", user_id="u1")
+    await fake.wait_for(lambda: len(model.requests) == 1, 10)
+    await fake.inject("second", chat_id="c1", user_id="u1")
+    await fake.wait_for(lambda: {"echo: first", "echo: second"} <= set(fake.messages("c1")),
+                        timeout_s)
+
+
+def _echoes(fake) -> list[str]:
+    return [m for m in fake.messages("c1") if m.startswith("echo")]
