@@ -308,14 +308,15 @@ class _StoreLedger:
 
     async def record_inbound(self, platform: str, event_id: str) -> bool:
         key = (platform, event_id)
+        reclaim = key in self._unsure
+        # Taken out before the call: of two redeliveries at once, only one reclaims it.
+        self._unsure.discard(key)
         try:
-            new = await self._store.record_if_new(platform, event_id, claimed_by=self._boot_id,
-                                                  reclaim_own=key in self._unsure)
+            return await self._store.record_if_new(platform, event_id, claimed_by=self._boot_id,
+                                                   reclaim_own=reclaim)
         except EventPendingError:
             raise
         except Exception:
             if len(self._unsure) < _UNSURE_MAX:
                 self._unsure.add(key)
             raise
-        self._unsure.discard(key)
-        return new

@@ -65,6 +65,38 @@ async def test_a_record_whose_commit_reply_was_lost_is_answered_on_redelivery(
         assert texts == ["still there", "echo: still there"]
 
 
+async def test_two_redeliveries_at_once_after_a_lost_commit_reply_make_one_turn(
+        tmp_path, model):
+    """Only one of two redeliveries arriving together reclaims the record of a failed
+    attempt; the other is a repeat."""
+    import asyncio
+
+    from storage import StorageBusyError
+
+    async with runner_for(tmp_path, model) as (runner, fake):
+        store = runner.store
+        real = store.record_if_new
+        lost = [StorageBusyError("database connection lost while committing")]
+
+        async def commit_reply_lost(platform: str, event_id: str, **kw: object) -> bool:
+            stored = await real(platform, event_id, **kw)  # type: ignore[arg-type]
+            if lost:
+                raise lost.pop()
+            return stored
+
+        store.record_if_new = commit_reply_lost  # type: ignore[method-assign]
+        event = MessageEvent(platform="fake", event_id="e-twice", chat_id="c1",
+                             user=UserRef(id="u1"), text="once please")
+        with pytest.raises(StorageBusyError):
+            await runner.parts.inbound.emit(event)
+        got = await asyncio.gather(runner.parts.inbound.emit(event),
+                                   runner.parts.inbound.emit(event))
+        assert sorted(got) == [False, True]
+        await fake.wait_for(lambda: fake.messages("c1") == ["echo: once please"], 10)
+        await asyncio.sleep(0.3)
+        assert fake.messages("c1") == ["echo: once please"]
+
+
 async def test_a_bad_event_is_still_dropped_without_raising(tmp_path, model):
     async with runner_for(tmp_path, model) as (runner, _fake):
         async def broken(*_a: object, **_k: object) -> None:
