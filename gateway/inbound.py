@@ -23,6 +23,7 @@ from gateway.pipeline.mention import MentionGate
 from gateway.ports import BasePlatformAdapter, Capabilities
 from gateway.principals import UserSpaces
 from gateway.sessions import SessionManager, session_key
+from gateway.sessions.inbox import EventNotHeldError
 from storage.errors import EventPendingError, StorageError
 from storage.ports import DedupLedger, PairingStore, Reachability
 
@@ -112,9 +113,10 @@ class InboundRouter:
         self._shield = shield_intake
         self._tasks: set[asyncio.Task[Any]] = set()
         self.routed = 0
+        self._ledger = _StoreLedger(store, boot_id)
         self._pipeline = Pipeline([
             drop_self_and_bots,
-            Dedup(_StoreLedger(store, boot_id)),
+            Dedup(self._ledger),
             self._clear_unreachable,
             Authorize(policy, PairingDesk(store), self._reply),
             MentionGate(require_mention),
@@ -130,9 +132,10 @@ class InboundRouter:
     async def emit(self, event: MessageEvent) -> bool:
         """Must not raise for a bad event: it is logged and dropped (after being recorded).
 
-        Raises when storage failed before the event was recorded (disk full, database
-        locked beyond the retry budget): the adapter must not acknowledge it (no offset
-        moved, no ack sent, no cursor advanced), so the platform delivers it again."""
+        Raises when storage failed before the event was recorded or held (disk full,
+        database locked beyond the retry budget, the store closing under a stop): the adapter
+        must not acknowledge it (no offset moved, no ack sent, no cursor advanced), so the
+        platform delivers it again."""
         item = Inbound(event=event, capabilities=self._caps(event))
         try:
             if self._shield:
@@ -147,6 +150,14 @@ class InboundRouter:
             if isinstance(exc, EventPendingError):
                 log.info("inbound_pending_elsewhere", platform=event.platform,
                          event_id=event.event_id)
+                raise
+            if isinstance(exc, EventNotHeldError):
+                # Recorded, not held: refused like an event not recorded, and its record is
+                # reclaimed when the platform delivers it again (to this process or, after
+                # a restart, the next one: a dead boot's claim is taken over anyway).
+                self._ledger.reclaim_next(event.platform, event.event_id)
+                log.warning("inbound_not_held", platform=event.platform,
+                            event_id=event.event_id)
                 raise
             if not item.recorded and isinstance(exc, STORAGE_FAILURES):
                 log.warning("inbound_not_recorded", platform=event.platform,
@@ -317,6 +328,11 @@ class _StoreLedger:
         except EventPendingError:
             raise
         except Exception:
-            if len(self._unsure) < _UNSURE_MAX:
-                self._unsure.add(key)
+            self.reclaim_next(platform, event_id)
             raise
+
+    def reclaim_next(self, platform: str, event_id: str) -> None:
+        """The next delivery of this event reclaims its record (this process's attempt to
+        take it in failed after the record may have been stored)."""
+        if len(self._unsure) < _UNSURE_MAX:
+            self._unsure.add((platform, event_id))

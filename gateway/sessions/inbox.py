@@ -26,11 +26,16 @@ from storage import scrub
 from storage.ports import HeldEvents
 from storage.types import HeldEvent
 
-__all__ = ["DurableInbox", "HoldOutcome", "event_keys", "payload_of"]
+__all__ = ["DurableInbox", "EventNotHeldError", "HoldOutcome", "event_keys", "payload_of"]
 
 log = structlog.get_logger("gateway.sessions")
 
 HoldOutcome = Literal["held", "taken", "volatile"]
+
+
+class EventNotHeldError(Exception):
+    """A live event was recorded (dedup) but could not be held: it must not be acknowledged,
+    so the platform delivers it again; its dedup record is then reclaimed as new."""
 
 
 def event_keys(events: Iterable[MessageEvent]) -> list[tuple[str, str]]:
@@ -39,7 +44,8 @@ def event_keys(events: Iterable[MessageEvent]) -> list[tuple[str, str]]:
 
 class DurableInbox:
     """Holds and releases events through the store. Storage failures are logged, never
-    raised: the in-memory mailbox still works, it is only not durable for that event."""
+    raised: a hold that failed is "volatile" (the caller refuses the event), a release that
+    failed leaves the event held for the next start."""
 
     def __init__(self, store: HeldEvents, *, boot_id: str | None = None) -> None:
         """`boot_id` names this process's lifetime in the claims it writes (a fresh random
@@ -51,7 +57,7 @@ class DurableInbox:
     async def take(self, key: str, event: MessageEvent) -> HoldOutcome:
         """Hold and claim `event` for session `key`: "held" (durable now), "taken" (a
         session of this boot already has it: do not queue it again) or "volatile" (storage
-        failed; it is queued in memory only)."""
+        failed: nothing is stored for it; `SessionManager.dispatch` raises `EventNotHeldError`)."""
         try:
             took = await self._store.inbound_hold(event.platform, event.event_id, key,
                                                   payload_of(event), claimed_by=self.boot_id)

@@ -11,7 +11,7 @@ import structlog
 
 from agent_core.interrupt import InterruptSignal
 from gateway.events import MessageEvent
-from gateway.sessions.inbox import DurableInbox
+from gateway.sessions.inbox import DurableInbox, EventNotHeldError
 from gateway.sessions.ownership import Claimed, CommandSink, SessionOwnership
 from gateway.sessions.worker import MERGE_REASON, BusyMode, SessionWorker, TurnRunner
 from storage.fencing import fenced
@@ -79,7 +79,6 @@ class SessionManager:
         self._ownership = ownership
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._volatile: set[str] = set()  # event ids answered without a hold (replicas)
         self._sink: CommandSink | None = None
         self._commands: dict[str, str] = {}  # event id → session key of commands running
         # key → (the running command's event id, the claimed events in line behind it)
@@ -160,8 +159,10 @@ class SessionManager:
         boot already queued this very event; nothing is done).
 
         With an inbox the event is held durably first, until its turn stores it (also while
-        closing: it is answered after the restart). `recovered` events (start-up recovery)
-        are already accounted for: they are queued in order, with no busy handling."""
+        closing: it is answered after the restart); when that hold fails it raises
+        `EventNotHeldError` and queues nothing (the platform delivers it again). `recovered`
+        events (start-up recovery) are already accounted for: they are queued in order, with
+        no busy handling."""
         if self._ownership is not None and not recovered:
             return await self._dispatch_owned(key, event, self._ownership)
         held = False
@@ -170,7 +171,9 @@ class SessionManager:
             if took == "taken":  # start-up recovery of this boot already queued it
                 log.info("inbound_already_taken", session_key=key)
                 return "taken"
-            held = took == "held"
+            if took == "volatile":  # not durable: not acknowledged, the platform resends it
+                raise EventNotHeldError(f"{event.platform} event {event.event_id} not held")
+            held = True
         if self._closing:
             await self._handler.notify(event, (
                 "⏳ The gateway is restarting; I'll answer this as soon as it is back."
@@ -198,17 +201,12 @@ class SessionManager:
         async with self._lock(key):
             try:
                 got = await own.admit(key, event, take=take)
-            except Exception as exc:  # noqa: BLE001 - answered here, not durably
-                # As one gateway does when its hold fails: answered from memory. Not in any
-                # line, so no other replica has it; its turn may run without a lease.
+            except Exception as exc:
+                # Not in any line: not acknowledged, so the platform delivers it again (to
+                # whichever replica reads it then; the dedup record is reclaimed).
                 log.warning("inbound_hold_failed", session_key=key, error=type(exc).__name__)
-                if self._closing:
-                    return "closing"
-                if self._is_command(event):
-                    self._start_command(key, event, held=False)
-                    return "command"
-                self._volatile.add(event.event_id)
-                return await self._accept(key, event)
+                raise EventNotHeldError(
+                    f"{event.platform} event {event.event_id} not held") from exc
             if not got.held:
                 log.info("inbound_already_taken", session_key=key)
                 return "taken"
@@ -350,9 +348,7 @@ class SessionManager:
         events stay held; the new owner claims them)."""
         assert self._ownership is not None
         fence = self._ownership.fence_for(key)
-        volatile = [e for e in events if e.event_id in self._volatile]
-        self._volatile.difference_update(e.event_id for e in volatile)
-        if fence is None and len(volatile) < len(events):
+        if fence is None:
             log.warning("turn_skipped_not_owner", session_key=key, events=len(events))
             return []
         with fenced(fence):

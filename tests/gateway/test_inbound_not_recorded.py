@@ -4,6 +4,7 @@ Slack got its ack, Telegram its offset and Discord its cursor, and the message w
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 import pytest
@@ -69,8 +70,6 @@ async def test_two_redeliveries_at_once_after_a_lost_commit_reply_make_one_turn(
         tmp_path, model):
     """Only one of two redeliveries arriving together reclaims the record of a failed
     attempt; the other is a repeat."""
-    import asyncio
-
     from storage import StorageBusyError
 
     async with runner_for(tmp_path, model) as (runner, fake):
@@ -95,6 +94,65 @@ async def test_two_redeliveries_at_once_after_a_lost_commit_reply_make_one_turn(
         await fake.wait_for(lambda: fake.messages("c1") == ["echo: once please"], 10)
         await asyncio.sleep(0.3)
         assert fake.messages("c1") == ["echo: once please"]
+
+
+async def test_an_event_recorded_but_not_held_is_refused_and_its_redelivery_answered_once(
+        tmp_path, model):
+    """Found by the chaos suite (seed 1515 in CI, a SIGTERM during start-up): the dedup
+    record was written, then the store closed under the stop and the hold failed; the event
+    was queued in memory only, Slack got its ack, and the stop dropped it: never answered,
+    never stored. An event that cannot be held is now refused like one not recorded, and
+    the platform's redelivery reclaims its record."""
+    from gateway.sessions.inbox import EventNotHeldError
+
+    async with runner_for(tmp_path, model) as (runner, fake):
+        store = runner.store
+        real = store.inbound_hold
+        failures = [sqlite3.OperationalError("database or disk is full")]
+
+        async def hold_fails(*args: object, **kw: object) -> bool:
+            if failures:
+                raise failures.pop()
+            return await real(*args, **kw)  # type: ignore[arg-type]
+
+        store.inbound_hold = hold_fails  # type: ignore[method-assign]
+        event = MessageEvent(platform="fake", event_id="e-unheld", chat_id="c1",
+                             user=UserRef(id="u1"), text="hold me")
+        with pytest.raises(EventNotHeldError):
+            await runner.parts.inbound.emit(event)  # the adapter must not acknowledge it
+        await asyncio.sleep(0.3)
+        assert fake.messages("c1") == []  # nothing answered from memory
+        assert await runner.parts.inbound.emit(event) is True  # the platform's redelivery
+        await fake.wait_for(lambda: fake.messages("c1") == ["echo: hold me"], 10)
+        assert await runner.parts.inbound.emit(event) is False  # now a repeat
+        await asyncio.sleep(0.3)
+        assert fake.messages("c1") == ["echo: hold me"]
+        [session] = await store.list_sessions()
+        texts = [m["content"] for m in await store.load_history(session.id)]
+        assert texts == ["hold me", "echo: hold me"]
+
+
+async def test_an_event_not_held_before_a_stop_is_taken_in_by_the_next_start(
+        tmp_path, model):
+    """The same event refused while this process stops (its hold failed after its record):
+    the next process, a new boot, takes the redelivery in as new."""
+    from gateway.sessions.inbox import EventNotHeldError
+
+    event = MessageEvent(platform="fake", event_id="e-stop", chat_id="c1",
+                         user=UserRef(id="u1"), text="after the restart")
+    async with runner_for(tmp_path, model) as (runner, _fake):
+        store = runner.store
+
+        async def store_closing(*_a: object, **_k: object) -> bool:
+            from storage import StoreClosedError
+            raise StoreClosedError("the store is closed")
+
+        store.inbound_hold = store_closing  # type: ignore[method-assign]
+        with pytest.raises(EventNotHeldError):
+            await runner.parts.inbound.emit(event)
+    async with runner_for(tmp_path, model) as (runner, fake):
+        assert await runner.parts.inbound.emit(event) is True
+        await fake.wait_for(lambda: fake.messages("c1") == ["echo: after the restart"], 10)
 
 
 async def test_a_bad_event_is_still_dropped_without_raising(tmp_path, model):
