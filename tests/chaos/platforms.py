@@ -54,7 +54,7 @@ class Sent:
     seq: int = 0  # the order the platform delivered it in (arrival order)
     envelopes: set[str] = field(default_factory=set)
     on_socket: bool = False
-
+    reversed_with: str | None = None  # the marker it was dispatched out of order with
 
 @dataclass(frozen=True)
 class Final:
@@ -88,6 +88,8 @@ class Driver:
     def set_slow(self, seconds: float) -> None: raise NotImplementedError
     def clear_faults(self) -> None: raise NotImplementedError
     def accepted(self, sent: Sent) -> bool: raise NotImplementedError
+
+    either_order_when_reversed = False
 
     def arrival(self, sent: Sent) -> tuple[int, int]:
         """(first delivery, accepted delivery) of an accepted message, on one scale per
@@ -294,6 +296,9 @@ class SlackDriver(Driver):
 
 class DiscordDriver(Driver):
     name = "discord"
+    # A pair dispatched out of order may be stored in either order: the catch-up after a
+    # reconnect reads channel history, which lists messages in the order they were posted.
+    either_order_when_reversed = True
     faults = ("discord_429", "discord_5xx", "discord_drop", "discord_slow")
 
     def __init__(self, rng: random.Random) -> None:

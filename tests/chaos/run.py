@@ -185,6 +185,7 @@ class ChaosRun:
         self.faults["user_out_of_order"] += 1
         first, second = self._new(conv), self._new(conv)
         second.seq, first.seq = self._seq + 1, self._seq + 2
+        first.reversed_with, second.reversed_with = second.marker, first.marker
         self._seq += 2
         self.sent += [first, second]
         await self.driver(conv.platform).send_reversed(first, second)
