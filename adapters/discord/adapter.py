@@ -92,6 +92,8 @@ class DiscordAdapter(BasePlatformAdapter):
         self._stopping = False
         self._stop_run: asyncio.Event | None = None
         self._log = MessageLog()
+        #: channel -> catch-up position for messages a shard run ended without emitting
+        self._behind: dict[str, tuple[int, int | None]] = {}
         self._commands: list[tuple[str, str]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -165,7 +167,8 @@ class DiscordAdapter(BasePlatformAdapter):
             for shard in sorted(held - set(shards)):
                 run = ShardRun(self.name, self.settings, ctx, log=self._log, pacer=pacer,
                                shard=None if count == 1 else (shard, count),
-                               connected=on_connected, interaction=on_interaction)
+                               connected=on_connected, interaction=on_interaction,
+                               behind=self._behind)
                 shards[shard] = asyncio.create_task(run.run(), name=run.name)
                 if count > 1:
                     ctx.logger.info("discord_shard_started", shard=shard, shards=count)

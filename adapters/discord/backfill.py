@@ -78,6 +78,33 @@ class SeenChannels:
         self._held = None
         await self._cursors.set(self.name, json.dumps(self.channels))
 
+    def hold_back(self, points: Mapping[str, tuple[int, int | None]]) -> bool:
+        """Channels with a message after the given position that was never emitted (its
+        recording failed, or it was still queued when the run ended): the catch-up reads
+        them from there, whether the cursor knew the channel or not (a DM's first message;
+        chaos seed 41). Only moves positions back; True when something changed (`save`)."""
+        changed = False
+        for key, (position, guild_id) in points.items():
+            for view in (self.channels, self._held):
+                if view is None:
+                    continue
+                last = view.get(key)
+                if last is None or last[0] > position:
+                    view[key] = (position, guild_id)
+                    changed = True
+        return changed
+
+    async def save(self) -> None:
+        """Store the cursor (held channels at their held position)."""
+        stored = dict(self.channels)
+        if self._held is not None:
+            stored.update((k, v) for k, v in self._held.items() if k in stored)
+        await self._cursors.set(self.name, json.dumps(stored))
+
+    def owns(self, guild_id: int | None) -> bool:
+        """Whether a channel of `guild_id` (None: a DM) belongs to this cursor's shard."""
+        return self._shard is None or shard_of(guild_id, self._shard[1]) == self._shard[0]
+
     async def note(self, channel_id: int, message_id: int, guild_id: int | None) -> None:
         key = str(channel_id)
         last = self.channels.get(key, (0, None))[0]
@@ -87,10 +114,7 @@ class SeenChannels:
         if len(self.channels) > self._max:
             newest = sorted(self.channels.items(), key=lambda kv: kv[1][0])[-self._max:]
             self.channels = dict(newest)
-        stored = dict(self.channels)
-        if self._held is not None:  # held channels keep their loaded position
-            stored.update((k, v) for k, v in self._held.items() if k in stored)
-        await self._cursors.set(self.name, json.dumps(stored))
+        await self.save()  # held channels keep their loaded position
 
 
 def _decode(raw: str | None) -> dict[str, tuple[int, int | None]]:

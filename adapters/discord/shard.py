@@ -41,9 +41,13 @@ class ShardRun:
         shard: tuple[int, int] | None, log: MessageLog, pacer: IdentifyPacer,
         connected: Callable[[HermesClient], None],
         interaction: Callable[[discord.Interaction], Awaitable[None]],
+        behind: dict[str, tuple[int, int | None]] | None = None,
     ) -> None:
         """`shard`: (shard id, count); None: the unsharded connection. `connected(client)` is
-        called when the shard's session is up (READY or RESUMED)."""
+        called when the shard's session is up (READY or RESUMED). `behind` (shared by the
+        adapter's runs, so it outlives a failed one): channel -> (position, guild) the next
+        catch-up must read from, for messages a run ended without emitting whose position
+        could not be stored yet (the store was full)."""
         self.name = name if shard is None else f"{name}:shard{shard[0]}"
         self._catching = _CatchUp()
         self._settings = settings
@@ -53,16 +57,20 @@ class ShardRun:
         self._pacer = pacer
         self._connected = connected
         self._interaction = interaction
+        self._behind = behind if behind is not None else {}
+        self._failed: discord.Message | None = None
 
     async def run(self) -> None:
         ctx = self._ctx
         self._catching = _CatchUp()  # a run after a failure starts afresh
+        self._failed = None
         seen = SeenChannels(ctx.cursors, shard=self._shard)
         try:
             await seen.load()
         except Exception as exc:  # a broken cursor store only costs the catch-up
             ctx.logger.warning("discord_cursor_unreadable", error=type(exc).__name__,
                                cursor=seen.name)
+        await self._store_behind(seen)
         #: messages in arrival order; None marks the end of a catch-up's messages
         queue: asyncio.Queue[discord.Message | None] = asyncio.Queue()
         catch_up: set[asyncio.Task[None]] = set()
@@ -109,6 +117,39 @@ class ShardRun:
                 raise failure
         finally:
             await _shutdown(client, tasks | catch_up, ctx)
+            left = [self._failed, *catching.live]
+            while not queue.empty():
+                left.append(queue.get_nowait())
+            self._note_behind([m for m in left if m is not None])
+            await self._store_behind(seen)
+
+    def _note_behind(self, messages: list[discord.Message]) -> None:
+        """Messages this run received but never emitted: their channels' catch-up must
+        start before them (Discord delivers them to no later session)."""
+        for message in messages:
+            if self._log.was_emitted(str(message.id)):
+                continue
+            key = str(message.channel.id)
+            have = self._behind.get(key)
+            if have is None or have[0] >= message.id:
+                self._behind[key] = (message.id - 1, message.guild.id if message.guild
+                                     else None)
+
+    async def _store_behind(self, seen: SeenChannels) -> None:
+        """Move this shard's channels of `behind` back in the cursor and store it; once
+        stored they are forgotten here. Must not raise (the store may be full or closing)."""
+        mine = {k: v for k, v in self._behind.items() if seen.owns(v[1])}
+        if not mine:
+            return
+        seen.hold_back(mine)
+        try:
+            await seen.save()
+        except Exception as exc:  # noqa: BLE001 - kept in memory for the next run
+            self._ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
+            return
+        for key in mine:
+            if self._behind.get(key) == mine[key]:
+                del self._behind[key]
 
     async def _consume(self, queue: asyncio.Queue[discord.Message | None], inbound: Inbound,
                        seen: SeenChannels) -> None:
@@ -163,6 +204,7 @@ class ShardRun:
         except Exception as exc:
             ctx.logger.warning("discord_inbound_failed", error=type(exc).__name__,
                                recorded=False)
+            self._failed = message
             raise
         self._log.mark_emitted(event.event_id)
         guild = message.guild.id if message.guild else None
