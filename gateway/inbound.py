@@ -6,7 +6,7 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -26,6 +26,9 @@ from gateway.sessions import SessionManager, session_key
 from gateway.sessions.inbox import EventNotHeldError
 from storage.errors import EventPendingError, StorageError
 from storage.ports import DedupLedger, PairingStore, Reachability
+
+if TYPE_CHECKING:
+    from gateway.replicas.relay import ReplyRelay
 
 __all__ = ["InboundRouter", "InboundStore", "PairingDesk"]
 
@@ -95,6 +98,7 @@ class InboundRouter:
         spaces: UserSpaces | None = None,
         boot_id: str | None = None,
         shield_intake: bool = False,
+        relay: ReplyRelay | None = None,
     ) -> None:
         """`spaces`: inbound attachments are moved into their chat's cache folder there.
         `boot_id` (this process's lifetime) claims each dedup record until the event's fate
@@ -111,6 +115,7 @@ class InboundRouter:
         self._group_commands: GroupCommands = group_commands
         self._spaces = spaces
         self._shield = shield_intake
+        self._relay = relay
         self._tasks: set[asyncio.Task[Any]] = set()
         self.routed = 0
         self._ledger = _StoreLedger(store, boot_id)
@@ -297,9 +302,15 @@ class InboundRouter:
         self.routed += 1
         item.notes["routed"] = True  # held by the session lane: its hold settles the record
         log.debug("inbound_routed", platform=ev.platform, event_id=ev.event_id, session_key=key)
-        await self._manager.dispatch(key, ev)
+        outcome = await self._manager.dispatch(key, ev)
+        if (self._relay is not None and not item.capabilities.reply_anywhere
+                and outcome in ("handed_over", "parked")):
+            # Another replica may run it: its final comes back through the outbox.
+            self._relay.follow(ev)
 
     async def close(self) -> None:
+        if self._relay is not None:
+            await self._relay.close()
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -40,6 +40,7 @@ from gateway.pipeline.authz import AccessPolicy
 from gateway.ports import BasePlatformAdapter, CursorStore, ToolProgress
 from gateway.principals import UserSpaces, audience_of
 from gateway.replicas.gates import LeaderGates
+from gateway.replicas.relay import RELAY_TIMEOUT_S, ReplyReader, ReplyRelay
 from gateway.replicas.runtime import new_replica_id
 from gateway.replicas.sessions import ReplicaSessions
 from gateway.review import ReviewService, build_reviews
@@ -237,6 +238,7 @@ def wire(
         command_services=services, policy=policy, require_mention=require_mention,
         group_sessions_per_user=gw.group_sessions_per_user, group_commands=gw.group_commands,
         spaces=agents.spaces, boot_id=boot_id, shield_intake=replicated,
+        relay=_relay(store, adapters) if replicated else None,
     )
     leaders = (LeaderGates(store, boot_id, adapters, lease_s=gw.replicas.lease_s)
                if replicated else None)
@@ -288,3 +290,8 @@ def _compression(
 
     return build_compression(config, store, metrics=metrics, on_status=notify_chat,
                              prompt_builder=child_prompt, memory=agents.memory)
+
+
+def _relay(store: ReplyReader, adapters: Mapping[str, BasePlatformAdapter]) -> ReplyRelay:
+    """Answers this replica's API requests whose sessions another replica runs."""
+    return ReplyRelay(store, adapters, timeout_s=RELAY_TIMEOUT_S)

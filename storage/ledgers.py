@@ -247,6 +247,17 @@ class LedgersMixin(StoreBase):
         row = await self._fetchone("SELECT * FROM outbox WHERE id = ?", (outbox_id,))
         return _outbox(row) if row else None
 
+    async def outbox_reply_for(self, platform: str, chat_id: str, reply_to: str,
+                               since: float) -> OutboxItem | None:
+        """The newest final recorded since `since` (epoch seconds) that replies to message
+        `reply_to` of a chat, in any state (another replica may have marked it delivered
+        already); None when there is none yet."""
+        row = await self._fetchone(
+            "SELECT * FROM outbox WHERE reply_to = ? AND created_at >= ? AND platform = ?"
+            " AND chat_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+            (reply_to, since, platform, chat_id))
+        return _outbox(row) if row else None
+
     async def outbox_undelivered(self, max_age: float | None = None) -> list[OutboxItem]:
         """pending/sent entries (younger than `max_age` seconds when given), oldest first."""
         cutoff = self._clock() - max_age if max_age is not None else float("-inf")

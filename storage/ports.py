@@ -327,6 +327,9 @@ class OutboxLedger(Protocol):
 
     async def outbox_latest_for_session(self, session_id: str) -> OutboxItem | None: ...
 
+    async def outbox_reply_for(self, platform: str, chat_id: str, reply_to: str,
+                               since: float) -> OutboxItem | None: ...
+
 
 class Reachability(Protocol):
     """Chats the bot can no longer write to (blocked, kicked)."""

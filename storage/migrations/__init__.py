@@ -27,6 +27,7 @@ from storage.migrations import (
     m0007_approvals,
     m0008_self_reviews,
     m0009_replicas,
+    m0010_outbox_replies,
 )
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "STEPS", "Step", "migrate_sync", "split_statements"]
@@ -60,6 +61,7 @@ STEPS: tuple[Step, ...] = _steps(
     m0007_approvals,
     m0008_self_reviews,
     m0009_replicas,
+    m0010_outbox_replies,
 )
 MIGRATIONS: tuple[str, ...] = tuple(step.sqlite for step in STEPS)
 SCHEMA_VERSION = len(MIGRATIONS)
