@@ -201,7 +201,7 @@ def wire(
         on_outbound=activity.note_outbound, boot_id=boot_id,
     )
     compression = _compression(config, store, agents, delivery, adapters, metrics, format_hint)
-    approvals = ApprovalDesk(store, delivery, clock=clock)
+    approvals = ApprovalDesk(store, delivery, clock=clock, shared=replicated)
     reviews = build_reviews(config, store, agents, clock=clock)
     tally = UsageTally()
     turns = build_turns(

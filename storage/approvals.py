@@ -52,3 +52,16 @@ class ApprovalsMixin(StoreBase):
                 params)
 
         return [row_to(ApprovalRecord, r) for r in await self._read(fn)]
+
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
+        row = await self._fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+        return row_to(ApprovalRecord, row) if row else None
+
+    async def approvals_pending_in(self, platform: str, chat_id: str) -> list[ApprovalRecord]:
+        async def fn(conn: Conn) -> list[Row]:
+            tie = "rowid" if conn.dialect == "sqlite" else "id"
+            return await conn.execute_fetchall(
+                "SELECT * FROM approvals WHERE platform = ? AND chat_id = ?"
+                f" AND status = 'pending' ORDER BY created_at, {tie}", (platform, chat_id))
+
+        return [row_to(ApprovalRecord, r) for r in await self._read(fn)]

@@ -389,6 +389,14 @@ class ApprovalLedger(Protocol):
         """Requests, newest first (all sessions when `session_id` is None)."""
         ...
 
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
+        """One request as stored now (its decision, once made), or None."""
+        ...
+
+    async def approvals_pending_in(self, platform: str, chat_id: str) -> list[ApprovalRecord]:
+        """A chat's requests still waiting for a decision, oldest first."""
+        ...
+
 
 class ReviewLedger(Protocol):
     """The background self-reviews: what each wrote and what it cost."""

@@ -39,6 +39,24 @@ async def test_requests_and_decisions_are_kept(store: StateStore, clock: FakeClo
     assert await store.list_approvals(session_id="none") == []
 
 
+async def test_a_chats_open_requests_and_one_request_as_stored(store: StateStore,
+                                                               clock: FakeClock) -> None:
+    """What `/approve` on another replica reads: the chat's pending requests, oldest first,
+    and the waiting replica's view of one request's decision."""
+    for rid in ("b1", "b2", "b3"):
+        await store.record_approval(_request(rid))
+        clock.advance(1)
+    await store.record_approval(ApprovalRecord(
+        id="other", session_id="s9", platform="telegram", chat_id="43", requester="7",
+        tool="terminal", command="x", reason="y", created_at=clock.now))
+    assert await store.decide_approval("b2", status="denied", decided_by="7")
+    assert [r.id for r in await store.approvals_pending_in("telegram", "42")] == ["b1", "b3"]
+    assert await store.approvals_pending_in("slack", "42") == []
+    got = await store.get_approval("b2")
+    assert got is not None and (got.status, got.decided_by) == ("denied", "7")
+    assert await store.get_approval("nope") is None
+
+
 async def test_same_instant_requests_list_newest_first(store: StateStore) -> None:
     for rid in ("b1", "b2"):
         await store.record_approval(_request(rid, session_id=None, created_at=100.0))
