@@ -30,7 +30,7 @@ import discord
 
 from gateway.ports import CursorStore, EventLogger
 
-__all__ = ["SeenChannels", "backfill", "shard_of"]
+__all__ = ["NewChannels", "SeenChannels", "backfill", "shard_of"]
 
 CURSOR_NAME = "seen_channels"
 
@@ -185,3 +185,44 @@ def _unseen(client: discord.Client, known: Mapping[int, object], since: int
             out.append((last or since, channel))
     out.sort(key=lambda c: c[0], reverse=True)
     return [c for _last, c in out]
+
+
+class NewChannels:
+    """Live messages in channels the cursor did not know when the run started.
+
+    The catch-up reads the channels of the cursor and the guild channels it can list; a DM,
+    or a thread the guild list does not show, whose messages came while no session was live
+    (a replica killed with the message on its socket, before it was emitted: chaos seed 2027)
+    is found only when its next message arrives live. Before that message is emitted, the
+    channel's history since the newest position the cursor knew is read once per run, and
+    those older messages go first (the gateway's durable dedup drops what it has)."""
+
+    def __init__(self, points: Mapping[str, tuple[int, int | None]], *,
+                 per_channel: int = 50, max_age_s: float = 6 * 3600) -> None:
+        self._known = set(points)
+        self._since = max((last for last, _g in points.values()), default=0)
+        self._done: set[str] = set()
+        self._per_channel = per_channel
+        self._max_age_s = max_age_s
+
+    def covered(self, channel_id: int) -> None:
+        """The catch-up read this channel: nothing to look for."""
+        self._done.add(str(channel_id))
+
+    async def older(self, message: discord.Message, logger: EventLogger) -> list[discord.Message]:
+        """The messages before `message` in its channel to emit first (usually none)."""
+        key = str(message.channel.id)
+        if not self._since or key in self._known or key in self._done:
+            return []
+        self._done.add(key)
+        horizon = time.time() - self._max_age_s
+        found: list[discord.Message] = []
+        try:
+            async for old in message.channel.history(
+                    after=discord.Object(self._since), before=message,
+                    limit=self._per_channel, oldest_first=True):
+                if old.created_at.timestamp() >= horizon:
+                    found.append(old)
+        except (discord.HTTPException, discord.InvalidData) as exc:
+            logger.warning("discord_backfill_failed", channel=key, error=type(exc).__name__)
+        return found

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import discord
 
-from adapters.discord.backfill import SeenChannels, backfill
+from adapters.discord.backfill import NewChannels, SeenChannels, backfill
 from adapters.discord.client import HermesClient, IdentifyPacer, build_client
 from adapters.discord.inbound import Inbound, MessageLog
 from adapters.discord.settings import DiscordSettings
@@ -59,6 +59,7 @@ class ShardRun:
         self._interaction = interaction
         self._behind = behind if behind is not None else {}
         self._failed: discord.Message | None = None
+        self._new = NewChannels({})
 
     async def run(self) -> None:
         ctx = self._ctx
@@ -71,6 +72,7 @@ class ShardRun:
             ctx.logger.warning("discord_cursor_unreadable", error=type(exc).__name__,
                                cursor=seen.name)
         await self._store_behind(seen)
+        self._new = NewChannels(seen.catch_up_points())
         #: messages in arrival order; None marks the end of a catch-up's messages
         queue: asyncio.Queue[discord.Message | None] = asyncio.Queue()
         catch_up: set[asyncio.Task[None]] = set()
@@ -80,6 +82,7 @@ class ShardRun:
 
         def caught_up(message: discord.Message) -> None:
             catching.ids.add(message.id)
+            self._new.covered(message.channel.id)
             queue.put_nowait(message)
 
         async def run_catch_up(points: dict[str, tuple[int, int | None]]) -> None:
@@ -170,7 +173,7 @@ class ShardRun:
                     ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
                 catching.pending = False
                 for live in sorted(catching.live, key=lambda m: m.id):
-                    await self._emit_one(live, inbound, seen)
+                    await self._emit_live(live, inbound, seen)
                 catching.live.clear()
                 continue
             if catching.pending and message.id not in catching.ids:
@@ -179,8 +182,18 @@ class ShardRun:
                 # is not overtaken by a newer one (long chaos run, seed 772018).
                 catching.live.append(message)
                 continue
-            catching.ids.discard(message.id)
-            await self._emit_one(message, inbound, seen)
+            if message.id in catching.ids:
+                catching.ids.discard(message.id)
+                await self._emit_one(message, inbound, seen)
+            else:
+                await self._emit_live(message, inbound, seen)
+
+    async def _emit_live(self, message: discord.Message, inbound: Inbound,
+                         seen: SeenChannels) -> None:
+        """A live message; in a channel new to this run's cursor, what it missed goes first."""
+        for older in await self._new.older(message, self._ctx.logger):
+            await self._emit_one(older, inbound, seen)
+        await self._emit_one(message, inbound, seen)
 
     async def _emit_one(self, message: discord.Message, inbound: Inbound,
                         seen: SeenChannels) -> None:

@@ -363,3 +363,38 @@ async def test_a_dms_first_message_whose_recording_failed_is_caught_up_after_the
         await h.fake.user_says("second in the dm", channel=DM_ALICE)  # live, before it ends
         events = await h.wait_emitted(3, timeout_s=10)
         assert [e.text for e in events][1:] == ["first in the dm", "second in the dm"]
+
+
+async def test_a_message_lost_with_a_killed_process_in_a_new_dm_comes_before_the_next(
+        tmp_path: Path) -> None:
+    """Found by the chaos suite's replica mode (seed 2027): a replica was killed with a
+    thread's message on its socket, not yet emitted, in a channel its cursor did not know;
+    the next leader's catch-up could not know that channel either, and the channel's next
+    live message moved the cursor past the lost one. Now the first live message in a
+    channel new to the run's cursor reads that channel's history since the cursor's
+    newest position first."""
+    async with DiscordHarness(tmp_path) as h:
+        h.adapter = SPEC.create("discord", h.fake.settings(guild_ready_timeout_s=0.05))
+        cursors = _FullCursors()
+        h.context().cursors = cursors
+        await h.start()
+        await h.fake.user_says("hello", channel=GENERAL, mention_bot=True)
+        await h.wait_emitted(1)  # the cursor knows a guild channel, not the DM
+        # the process dies with the DM's first message unread: posted, never emitted
+        cursors.full = True  # nothing it knew of it reaches the store
+        h.fail_once.add("lost with the process")
+        await h.fake.user_says("lost with the process", channel=DM_ALICE)
+        assert h._task is not None
+        with pytest.raises(Exception):  # noqa: B017 - the run ends with an adapter error
+            await asyncio.wait_for(h._task, 10)
+        cursors.full = False
+        # a new process: a fresh adapter, only the stored cursor survives
+        h.adapter = SPEC.create("discord", h.fake.settings(guild_ready_timeout_s=0.05))
+        h._connected.clear()
+        await h.start()
+        await asyncio.sleep(0.5)  # the catch-up ran: it did not know the DM
+        assert [e.text for e in h.emitted] == ["hello"]
+        await h.fake.user_says("next in the dm", channel=DM_ALICE)
+        events = await h.wait_emitted(3, timeout_s=10)
+        assert [e.text for e in events] == ["hello", "lost with the process",
+                                            "next in the dm"]
