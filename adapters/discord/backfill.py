@@ -22,6 +22,7 @@ one.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -33,6 +34,8 @@ from gateway.ports import CursorStore, EventLogger
 __all__ = ["NewChannels", "SeenChannels", "backfill", "shard_of"]
 
 CURSOR_NAME = "seen_channels"
+#: the cursor's entry that is no channel: its baseline (see `SeenChannels.baseline`)
+_BASELINE = "since"
 
 
 def shard_of(guild_id: int | None, count: int) -> int:
@@ -53,17 +56,27 @@ class SeenChannels:
         self.channels: dict[str, tuple[int, int | None]] = {}
         #: the loaded cursor while its catch-up is pending (None once released)
         self._held: dict[str, tuple[int, int | None]] | None = None
+        #: a message id of when this cursor was first used (`NewChannels` reads no further
+        #: back); `baseline_new` until it is stored
+        self.baseline = 0
+        self.baseline_new = False
 
     async def load(self) -> None:
         """Read the cursor; a missing or unreadable one means nothing to catch up."""
         raw = await self._cursors.get(self.name)
         if raw is None and self._shard is not None:
             shard, count = self._shard
-            unsharded = _decode(await self._cursors.get(CURSOR_NAME))
+            raw_unsharded = await self._cursors.get(CURSOR_NAME)
+            unsharded = _decode(raw_unsharded)
             self.channels = {k: v for k, v in unsharded.items()
                              if shard_of(v[1], count) == shard}
+            self.baseline = _baseline_of(raw_unsharded)
         else:
             self.channels = _decode(raw)
+            self.baseline = _baseline_of(raw)
+        if not self.baseline:
+            self.baseline = discord.utils.time_snowflake(dt.datetime.now(dt.UTC))
+            self.baseline_new = True
         self._held = dict(self.channels)
 
     def catch_up_points(self) -> dict[str, tuple[int, int | None]]:
@@ -76,7 +89,7 @@ class SeenChannels:
         if self._held is None:
             return
         self._held = None
-        await self._cursors.set(self.name, json.dumps(self.channels))
+        await self._store(self.channels)
 
     def hold_back(self, points: Mapping[str, tuple[int, int | None]]) -> bool:
         """Channels with a message after the given position that was never emitted (its
@@ -99,7 +112,12 @@ class SeenChannels:
         stored = dict(self.channels)
         if self._held is not None:
             stored.update((k, v) for k, v in self._held.items() if k in stored)
-        await self._cursors.set(self.name, json.dumps(stored))
+        await self._store(stored)
+
+    async def _store(self, channels: Mapping[str, tuple[int, int | None]]) -> None:
+        data: dict[str, object] = {**channels, _BASELINE: [self.baseline, None]}
+        await self._cursors.set(self.name, json.dumps(data))
+        self.baseline_new = False
 
     def owns(self, guild_id: int | None) -> bool:
         """Whether a channel of `guild_id` (None: a DM) belongs to this cursor's shard."""
@@ -120,9 +138,18 @@ class SeenChannels:
 def _decode(raw: str | None) -> dict[str, tuple[int, int | None]]:
     try:
         data = json.loads(raw) if raw else {}
-        return {str(k): (int(v[0]), int(v[1]) if v[1] else None) for k, v in data.items()}
+        return {str(k): (int(v[0]), int(v[1]) if v[1] else None) for k, v in data.items()
+                if k != _BASELINE}
     except (ValueError, TypeError, IndexError, AttributeError):
         return {}
+
+
+def _baseline_of(raw: str | None) -> int:
+    try:
+        data = json.loads(raw) if raw else {}
+        return int(data.get(_BASELINE, [0])[0])
+    except (ValueError, TypeError, IndexError, AttributeError):
+        return 0
 
 
 async def backfill(
@@ -194,13 +221,20 @@ class NewChannels:
     or a thread the guild list does not show, whose messages came while no session was live
     (a replica killed with the message on its socket, before it was emitted: chaos seed 2027)
     is found only when its next message arrives live. Before that message is emitted, the
-    channel's history since the newest position the cursor knew is read once per run, and
-    those older messages go first (the gateway's durable dedup drops what it has)."""
+    channel's history since the cursor's baseline (bounded by the catch-up's age) is read
+    once per run, and those older messages go first (the gateway's durable dedup drops what
+    it has)."""
 
-    def __init__(self, points: Mapping[str, tuple[int, int | None]], *,
+    def __init__(self, points: Mapping[str, tuple[int, int | None]], *, baseline: int = 0,
                  per_channel: int = 50, max_age_s: float = 6 * 3600) -> None:
+        """`baseline`: the cursor's first use (`SeenChannels.baseline`); a new channel is
+        read from it or from `max_age_s` ago, whichever is later. Without one, from the
+        newest position of `points`."""
         self._known = set(points)
-        self._since = max((last for last, _g in points.values()), default=0)
+        horizon = discord.utils.time_snowflake(
+            dt.datetime.now(dt.UTC) - dt.timedelta(seconds=max_age_s))
+        self._since = (max(baseline, horizon) if baseline
+                       else max((last for last, _g in points.values()), default=0))
         self._done: set[str] = set()
         self._per_channel = per_channel
         self._max_age_s = max_age_s

@@ -72,7 +72,12 @@ class ShardRun:
             ctx.logger.warning("discord_cursor_unreadable", error=type(exc).__name__,
                                cursor=seen.name)
         await self._store_behind(seen)
-        self._new = NewChannels(seen.catch_up_points())
+        if seen.baseline_new:
+            try:
+                await seen.save()
+            except Exception as exc:  # noqa: BLE001 - stored with the next position
+                ctx.logger.warning("discord_cursor_not_saved", error=type(exc).__name__)
+        self._new = NewChannels(seen.catch_up_points(), baseline=seen.baseline)
         #: messages in arrival order; None marks the end of a catch-up's messages
         queue: asyncio.Queue[discord.Message | None] = asyncio.Queue()
         catch_up: set[asyncio.Task[None]] = set()

@@ -205,9 +205,12 @@ async def test_messages_posted_while_down_are_caught_up_after_restart(tmp_path: 
         assert late["dm while down"].chat_id == str(DM_ALICE)
         assert h.emit_calls == 4  # the cursor kept the already-emitted ones out
         histories = [p for m, p in h.fake.requests if m == "GET" and p.endswith("/messages")]
-        # the two channels of the cursor, and the guild's channel it has not seen yet
-        assert sorted(histories) == sorted({f"/api/v10/channels/{c}/messages"
-                                            for c in (THREAD, DM_ALICE, GENERAL)})
+        # before the stop: the first message of each channel new to the cursor looked for
+        # older ones once; after it: the two channels of the cursor, and the guild's
+        # channel it has not seen yet
+        assert sorted(histories) == sorted(f"/api/v10/channels/{c}/messages"
+                                           for c in (THREAD, DM_ALICE,
+                                                     THREAD, DM_ALICE, GENERAL))
 
 
 async def test_a_first_message_in_a_channel_posted_while_down_is_caught_up(
@@ -294,8 +297,9 @@ async def test_stored_cursor_waits_for_the_catch_up() -> None:
     await seen.note(GENERAL, 200, 7)  # live, before on_ready
     await seen.note(DM_ALICE, 50, None)  # a channel the loaded cursor did not know
     assert seen.catch_up_points() == {str(GENERAL): (100, 7)}
-    assert json.loads(cursors.values[CURSOR_NAME]) == {str(GENERAL): [100, 7],
-                                                        str(DM_ALICE): [50, None]}
+    stored = json.loads(cursors.values[CURSOR_NAME])
+    assert stored.pop("since") == [seen.baseline, None]  # when the cursor was first used
+    assert stored == {str(GENERAL): [100, 7], str(DM_ALICE): [50, None]}
     await seen.release()
     assert json.loads(cursors.values[CURSOR_NAME])[str(GENERAL)] == [200, 7]
     assert seen.catch_up_points()[str(GENERAL)] == (200, 7)  # a later session: the live one
@@ -398,3 +402,33 @@ async def test_a_message_lost_with_a_killed_process_in_a_new_dm_comes_before_the
         events = await h.wait_emitted(3, timeout_s=10)
         assert [e.text for e in events] == ["hello", "lost with the process",
                                             "next in the dm"]
+
+
+async def test_a_message_lost_before_the_cursor_knew_any_channel_comes_before_the_next(
+        tmp_path: Path) -> None:
+    """The same as a fresh deployment (replica chaos seed 2027, under load): the cursor had
+    no channel yet when the process died with a DM's first message unread, so "the newest
+    position it knew" was nothing. The cursor keeps when it was first used (`since`), and a
+    new channel is read from there."""
+    async with DiscordHarness(tmp_path) as h:
+        h.adapter = SPEC.create("discord", h.fake.settings(guild_ready_timeout_s=0.05))
+        cursors = _FullCursors()
+        h.context().cursors = cursors
+        await h.start()
+        await asyncio.sleep(0.3)  # connected, the catch-up ran: the baseline is stored
+        assert "since" in json.loads(cursors.values[CURSOR_NAME])
+        cursors.full = True
+        h.fail_once.add("first ever")
+        await h.fake.user_says("first ever", channel=DM_ALICE)
+        assert h._task is not None
+        with pytest.raises(Exception):  # noqa: B017 - the run ends with an adapter error
+            await asyncio.wait_for(h._task, 10)
+        cursors.full = False
+        h.adapter = SPEC.create("discord", h.fake.settings(guild_ready_timeout_s=0.05))
+        h._connected.clear()
+        await h.start()
+        await asyncio.sleep(0.5)
+        assert h.emitted == []
+        await h.fake.user_says("second", channel=DM_ALICE)
+        events = await h.wait_emitted(2, timeout_s=10)
+        assert [e.text for e in events] == ["first ever", "second"]
