@@ -384,19 +384,7 @@ async def test_a_message_lost_with_a_killed_process_in_a_new_dm_comes_before_the
         await h.start()
         await h.fake.user_says("hello", channel=GENERAL, mention_bot=True)
         await h.wait_emitted(1)  # the cursor knows a guild channel, not the DM
-        # the process dies with the DM's first message unread: posted, never emitted
-        cursors.full = True  # nothing it knew of it reaches the store
-        h.fail_once.add("lost with the process")
-        await h.fake.user_says("lost with the process", channel=DM_ALICE)
-        assert h._task is not None
-        with pytest.raises(Exception):  # noqa: B017 - the run ends with an adapter error
-            await asyncio.wait_for(h._task, 10)
-        cursors.full = False
-        # a new process: a fresh adapter, only the stored cursor survives
-        h.adapter = SPEC.create("discord", h.fake.settings(guild_ready_timeout_s=0.05))
-        h._connected.clear()
-        await h.start()
-        await asyncio.sleep(0.5)  # the catch-up ran: it did not know the DM
+        await _die_with_a_dm_unread_then_restart(h, cursors, "lost with the process")
         assert [e.text for e in h.emitted] == ["hello"]
         await h.fake.user_says("next in the dm", channel=DM_ALICE)
         events = await h.wait_emitted(3, timeout_s=10)
@@ -417,18 +405,26 @@ async def test_a_message_lost_before_the_cursor_knew_any_channel_comes_before_th
         await h.start()
         await asyncio.sleep(0.3)  # connected, the catch-up ran: the baseline is stored
         assert "since" in json.loads(cursors.values[CURSOR_NAME])
-        cursors.full = True
-        h.fail_once.add("first ever")
-        await h.fake.user_says("first ever", channel=DM_ALICE)
-        assert h._task is not None
-        with pytest.raises(Exception):  # noqa: B017 - the run ends with an adapter error
-            await asyncio.wait_for(h._task, 10)
-        cursors.full = False
-        h.adapter = SPEC.create("discord", h.fake.settings(guild_ready_timeout_s=0.05))
-        h._connected.clear()
-        await h.start()
-        await asyncio.sleep(0.5)
+        await _die_with_a_dm_unread_then_restart(h, cursors, "first ever")
         assert h.emitted == []
         await h.fake.user_says("second", channel=DM_ALICE)
         events = await h.wait_emitted(2, timeout_s=10)
         assert [e.text for e in events] == ["first ever", "second"]
+
+
+async def _die_with_a_dm_unread_then_restart(h: DiscordHarness, cursors: _FullCursors,
+                                             text: str) -> None:
+    """The process dies with `text` (a DM) posted and never emitted, nothing of it stored
+    (the store is full); then a new process (a fresh adapter, only the stored cursor
+    survives) starts and its catch-up runs."""
+    cursors.full = True
+    h.fail_once.add(text)
+    await h.fake.user_says(text, channel=DM_ALICE)
+    assert h._task is not None
+    with pytest.raises(Exception):  # noqa: B017 - the run ends with an adapter error
+        await asyncio.wait_for(h._task, 10)
+    cursors.full = False
+    h.adapter = SPEC.create("discord", h.fake.settings(guild_ready_timeout_s=0.05))
+    h._connected.clear()
+    await h.start()
+    await asyncio.sleep(0.5)  # the catch-up ran: it did not know the DM
