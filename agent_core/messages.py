@@ -12,6 +12,7 @@ message that is not a dict or has no known role is dropped.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -160,7 +161,8 @@ def _pair(messages: Iterable[Message]) -> list[Message]:
                 del pending[cid]
                 out.append(msg)
             continue
-        flush()
+        if pending:
+            flush()
         calls = msg.get("tool_calls")
         if calls:
             fresh = []
@@ -201,9 +203,52 @@ def _merge(messages: list[Message]) -> list[Message]:
     return out
 
 
+class _WireMemo:
+    """Wire copies of plain text messages, by (role, content, tool_call_id).
+
+    Every turn sends its whole history again, so a long chat converted the same few hundred
+    messages each turn (scrubbing each text). A message with only a role, a text and
+    possibly a tool call id has a wire copy that depends on those three alone; it is kept
+    here, and every caller gets its own shallow copy (a caller may change it: the memory
+    recall extends the last user message in place). The content strings are the ones the
+    history already holds. Bounded; the oldest entry goes first. Other messages (tool calls,
+    names, parts lists) are converted every time."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._limit = limit
+        self._entries: dict[tuple[str, str, str | None], Message] = {}
+        self._lock = threading.Lock()  # compression repairs in a worker thread too
+
+    def wire(self, message: Any) -> Message | None:
+        if type(message) is not dict:
+            return to_wire(message)
+        role = message.get("role")
+        content = message.get("content")
+        call_id = message.get("tool_call_id")
+        if (type(role) is not str or type(content) is not str
+                or (call_id is not None and type(call_id) is not str)
+                or "tool_calls" in message or "name" in message or "refusal" in message):
+            return to_wire(message)
+        key = (role, content, call_id)
+        hit = self._entries.get(key)
+        if hit is None:
+            hit = to_wire(message)
+            if hit is None:
+                return None
+            with self._lock:
+                if len(self._entries) >= self._limit:
+                    del self._entries[next(iter(self._entries))]
+                self._entries[key] = hit
+        return dict(hit)
+
+
+_memo = _WireMemo()
+
+
 def repair(messages: Iterable[Any]) -> list[Message]:
     """Wire copies of `messages` with every invariant restored. Deterministic; must not raise."""
-    wire = [w for w in (to_wire(m) for m in messages) if w is not None]
+    convert = _memo.wire
+    wire = [w for w in map(convert, messages) if w is not None]
     return _merge(_pair(wire))
 
 

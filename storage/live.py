@@ -7,8 +7,8 @@ hand-off as the write or read, so a turn needs no separate "where do I write now
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, TypeVar
 
 from storage.base import StoreBase, fetch_session
 from storage.codec import message_to_row, row_to_message
@@ -22,6 +22,8 @@ from storage.sqlconn import Conn
 from storage.types import Session
 
 __all__ = ["LiveMixin"]
+
+T = TypeVar("T")
 
 
 class LiveMixin(StoreBase):
@@ -40,6 +42,36 @@ class LiveMixin(StoreBase):
         """
         if not messages:
             return session_id, []
+        append = self._append_op(session_id, messages, release)
+        result: tuple[str, list[int]] = await self._write_live(session_id, append)
+        return result
+
+    async def append_and_read(
+        self, session_id: str, messages: list[dict[str, Any]],
+        *, release: Iterable[tuple[str, str]] = (),
+    ) -> tuple[Session, list[dict[str, Any]], list[int]]:
+        """`append_live`, then the live tip and its active transcript as `live_history` reads
+        them, in the same transaction: a turn's start costs one hand-off, not two. Returns
+        (the session written to, its transcript, the new message ids). Raises as
+        `append_live` does."""
+        if not messages:
+            session, history = await self.live_history(session_id)
+            return session, history, []
+        append = self._append_op(session_id, messages, release)
+        cache = self._histories
+
+        async def op(conn: Conn) -> tuple[Session, list[dict[str, Any]], list[int]]:
+            sid, ids = await append(conn)
+            session = await fetch_session(conn, sid)
+            return session, await _cached_history(conn, cache, sid), ids
+
+        result: tuple[Session, list[dict[str, Any]], list[int]] = await self._write_live(
+            session_id, op)
+        return result
+
+    def _append_op(self, session_id: str, messages: list[dict[str, Any]],
+                   release: Iterable[tuple[str, str]]
+                   ) -> Callable[[Conn], Coroutine[Any, Any, tuple[str, list[int]]]]:
         now = self._clock()
         rows = [message_to_row(session_id, m, now) for m in messages]
         keys = list(release)
@@ -54,17 +86,20 @@ class LiveMixin(StoreBase):
             if cur.rowcount == 0:
                 raise SessionNotFoundError(session_id)
             moved = rows if sid == session_id else [(sid, *r[1:]) for r in rows]
-            ids = await insert_rows(conn, moved)
+            ids = await insert_rows(conn, moved) if moved else []
             await release_on(conn, keys)
             return sid, ids
 
+        return op
+
+    async def _write_live(self, session_id: str,
+                          op: Callable[[Conn], Coroutine[Any, Any, T]]) -> T:
         try:
-            result: tuple[str, list[int]] = await self._write(op)
+            return await self._write(op)
         except Exception as exc:
             if is_missing_parent(exc):
                 raise SessionNotFoundError(session_id) from None
             raise
-        return result
 
     async def live_history(self, session_id: str) -> tuple[Session, list[dict[str, Any]]]:
         """The live tip of `session_id`'s compression lineage and its active transcript, read

@@ -195,6 +195,13 @@ class LiveTranscript(Protocol):
         """The live tip and its active transcript, read together."""
         ...
 
+    async def append_and_read(
+        self, session_id: str, messages: list[Message], *, release: Iterable[EventKey] = (),
+    ) -> tuple[Session, list[Message], list[int]]:
+        """`append_live` and `live_history` in one transaction: (the tip, its transcript,
+        the new message ids)."""
+        ...
+
 
 class LineageStore(Protocol):
     """Parents, children and forks of sessions."""

@@ -218,31 +218,46 @@ class TurnService:
         sid = session.id
         images: dict[int, list[dict[str, Any]]] = {}  # message id -> this turn's image parts
         spoke = False
+        read: tuple[Session, list[dict[str, Any]]] | None = None
         if fresh:  # stored, and the events' durable hold let go, in one transaction
             understood = await self._media.read(fresh)
             for note in understood.notices:
                 await self._delivery.notify(target, note)
             spoke = understood.spoke
-            sid, ids = await self._store.append_live(sid, [understood.message],
-                                                     release=event_keys(fresh))
+            describing = self._describing.get(key)
+            if describing is None or describing.done():
+                # Nothing to wait for before the history is read: read it in the same
+                # transaction (one hand-off less on the way to the model).
+                session, history, ids = await self._store.append_and_read(
+                    sid, [understood.message], release=event_keys(fresh))
+                read = session, history
+            else:
+                sid, ids = await self._store.append_live(sid, [understood.message],
+                                                         release=event_keys(fresh))
             if understood.parts and ids:
                 images[ids[-1]] = understood.parts
-        await self._described(key)
-        session, history = await self._store.live_history(sid)
-        known = {m.get("_id") for m in history}
-        if history and history[-1].get("role") == "user" and any(
-                i not in known for i in images):
-            # A compression rotated the session in between: the message has a new id.
-            images = {int(history[-1]["_id"]): next(iter(images.values()))}
+        if read is None:
+            await self._described(key)
+            read = await self._store.live_history(sid)
+        session, history = read
+        if images and history and history[-1].get("role") == "user":
+            known = {m.get("_id") for m in history}
+            if any(i not in known for i in images):
+                # A compression rotated the session in between: the message has a new id.
+                images = {int(history[-1]["_id"]): next(iter(images.values()))}
         for ev in events:  # a turn re-run after a restart sends its images again
             rerun_id = _rerun_id(ev)
+            if rerun_id is None:
+                continue
             stored = next((m for m in history if m.get("_id") == rerun_id), None)
-            if stored is not None and rerun_id is not None:
+            if stored is not None:
                 images[rerun_id] = await self._media.parts_for(stored)
-        describe = [(m, images[m["_id"]]) for m in history
-                    if m.get("_id") in images and self._media.wants_description(m)]
-        # This turn only: the stored messages keep the text stand-in of each image.
-        history = [_with_images(m, images.get(int(m.get("_id") or 0))) for m in history]
+        describe: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        if images:  # (a long chat's history is walked only when a turn has images)
+            describe = [(m, images[m["_id"]]) for m in history
+                        if m.get("_id") in images and self._media.wants_description(m)]
+            # This turn only: the stored messages keep the text stand-in of each image.
+            history = [_with_images(m, images.get(int(m.get("_id") or 0))) for m in history]
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
             return await self._run_agent(session, history, target, interrupt, key=key,

@@ -78,3 +78,23 @@ async def test_an_interrupt_during_a_slow_recall_stops_the_turn(
     events = await asyncio.wait_for(turn, timeout=20)  # the recall would take 30 s
     assert isinstance(terminal(events), Interrupted)
     assert fake_openai.requests == []
+
+
+async def test_the_same_question_asked_again_carries_only_its_own_turns_recall(
+    fake_openai: FakeOpenAIServer
+) -> None:
+    """The recall extends the request copy of the new message in place; the copy of a text
+    seen before (the wire copies are memoised) must not carry an earlier turn's recall."""
+    provider = RecordingProvider(RecorderSettings())
+    provider.memories[SCOPE.principal] = ["Alice's cat is called Tom"]
+    agent = _agent(fake_openai, provider)
+    fake_openai.enqueue(text("Tom."), text("Still Tom."))
+    first = terminal(await collect(agent.run_turn([], "my cat?")))
+    assert isinstance(first, Final)
+    history = [{"role": "user", "content": "my cat?"}, *first.messages[-1:]]
+    second = terminal(await collect(agent.run_turn(history, "my cat?")))
+    assert isinstance(second, Final) and second.text == "Still Tom."
+    msgs = fake_openai.requests[-1].body["messages"]
+    assert msgs[1] == {"role": "user", "content": "my cat?"}  # the earlier one: as stored
+    assert msgs[3]["content"].count(FENCE_OPEN) == 1
+    assert msgs[3]["content"].startswith(f"my cat?\n\n{FENCE_OPEN}\n")

@@ -226,3 +226,22 @@ def test_repair_always_yields_a_valid_deterministic_history(messages):
     assert repair(messages) == fixed
     assert validate(fixed) == []
     assert repair(fixed) == fixed
+
+
+def test_a_wire_copy_is_the_callers_own_and_follows_every_field_that_is_sent():
+    plain = {"role": "user", "content": "same text", "_id": 1}
+    first = repair([plain])
+    first[0]["content"] += " changed by a caller"
+    assert repair([plain]) == [{"role": "user", "content": "same text"}]
+    # the same text as tool results of two calls, and with a name: each its own copy
+    calls = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": i, "type": "function", "function": {"name": "t", "arguments": "{}"}}
+        for i in ("a", "b")]}
+    got = repair([{"role": "user", "content": "go"}, calls,
+                  {"role": "tool", "tool_call_id": "a", "content": "same text"},
+                  {"role": "tool", "tool_call_id": "b", "content": "same text"},
+                  {"role": "user", "content": "same text", "name": "alice"}])
+    assert [m.get("tool_call_id") for m in got[2:4]] == ["a", "b"]
+    assert got[4] == {"role": "user", "content": "same text", "name": "alice"}
+    assert repair([{"role": "user", "content": "bad \ud800 half"}])[0]["content"] == \
+        "bad \ufffd half"

@@ -28,24 +28,24 @@ from tests.gateway.test_restart_race import QUEUE, asked, quiet, session_users
 
 
 async def _crash_storing_first(store: StateStore) -> None:
-    """The next `append_live` and `inbound_release` fail once, as on a full disk."""
-    real_append, real_release = store.append_live, store.inbound_release
+    """The next store of a turn's messages (`append_and_read` at a turn's start,
+    `append_live` otherwise) and the next `inbound_release` fail once, as on a full disk."""
+    real_read, real_append = store.append_and_read, store.append_live
+    real_release = store.inbound_release
     failing = {"append": 1, "release": 1}
 
-    async def append_live(*args: Any, **kw: Any) -> Any:
-        if failing["append"]:
-            failing["append"] -= 1
-            raise sqlite3.OperationalError("database or disk is full")
-        return await real_append(*args, **kw)
+    def failing_once(real: Any, what: str) -> Any:
+        async def call(*args: Any, **kw: Any) -> Any:
+            if failing[what]:
+                failing[what] -= 1
+                raise sqlite3.OperationalError("database or disk is full")
+            return await real(*args, **kw)
 
-    async def inbound_release(*args: Any, **kw: Any) -> Any:
-        if failing["release"]:
-            failing["release"] -= 1
-            raise sqlite3.OperationalError("database or disk is full")
-        return await real_release(*args, **kw)
+        return call
 
-    store.append_live = append_live  # type: ignore[method-assign]
-    store.inbound_release = inbound_release  # type: ignore[method-assign]
+    store.append_and_read = failing_once(real_read, "append")  # type: ignore[method-assign]
+    store.append_live = failing_once(real_append, "append")  # type: ignore[method-assign]
+    store.inbound_release = failing_once(real_release, "release")  # type: ignore[method-assign]
 
 
 @pytest.mark.parametrize("busy_mode", ["queue", "interrupt"])

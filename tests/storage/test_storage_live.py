@@ -59,6 +59,37 @@ async def test_live_history_reads_the_tip_and_its_transcript(store: StateStore) 
         await store.live_history("missing")
 
 
+async def test_append_and_read_stores_then_reads_the_tip_in_one_transaction(
+        store: StateStore) -> None:
+    parent, child = await _rotated(store)
+    await store.inbound_hold("tg", "1", "fake:dm:c1", "{}")
+    session, history, ids = await store.append_and_read(
+        parent, [{"role": "user", "content": "late question"}], release=[("tg", "1")])
+    assert session.id == child and len(ids) == 1
+    assert [m["content"] for m in history] == ["summary", "late question"]
+    assert history[-1]["_id"] == ids[0]
+    assert await store.inbound_held() == []
+    assert (await store.get_session(child)).message_count == 2
+    # what a later read sees is the same transcript (the cache filled in the transaction)
+    assert await store.live_history(parent) == (await store.get_session(child), history)
+    history[-1]["content"] = "changed by the caller"
+    _, again = await store.live_history(child)
+    assert again[-1]["content"] == "late question"
+
+
+async def test_append_and_read_errors_keep_the_hold(store: StateStore) -> None:
+    await store.inbound_hold("tg", "1", "tg:dm:c1", "{}")
+    with pytest.raises(SessionNotFoundError):
+        await store.append_and_read("missing", [{"role": "user", "content": "q"}],
+                                    release=[("tg", "1")])
+    assert [h.event_id for h in await store.inbound_held()] == ["1"]
+    s = await store.create_session(source="fake")
+    with pytest.raises(ValueError):
+        await store.append_and_read(s.id, [{"content": "no role"}])
+    assert (await store.get_session(s.id)).message_count == 0
+    assert (await store.append_and_read(s.id, []))[1:] == ([], [])
+
+
 async def test_add_usage_returns_the_guard_state_from_before(store: StateStore) -> None:
     s = await store.create_session(source="fake")
     await store.update_guard(s.id, last_prompt_tokens=800, ineffective_count=1)
