@@ -13,7 +13,7 @@ from storage.fencing import check_session_fence, current_fence
 from storage.inbox import EventKey
 from storage.replicas import LIVE_REPLICAS
 from storage.sqlconn import Conn, Row
-from storage.types import OutboxItem
+from storage.types import OutboxDraft, OutboxItem
 
 __all__ = ["LedgersMixin"]
 
@@ -154,21 +154,16 @@ class LedgersMixin(StoreBase):
         sends it (start-up recovery of that boot leaves it alone). Raises `FenceRejected`
         when the caller runs under a session fence (`storage.fencing`) that is no longer
         current: a replica that lost the session records no reply."""
-        files = json.dumps(list(attachments))
+        draft = OutboxDraft(platform=platform, chat_id=chat_id, text=text,
+                            session_id=session_id, thread_id=thread_id, reply_to=reply_to,
+                            chat_type=chat_type, preview_message_id=preview_message_id,
+                            attachments=tuple(attachments), claimed_by=claimed_by)
         fence = current_fence()
 
         async def op(conn: Conn) -> int:
             now = self._clock()
             await check_session_fence(conn, fence, now)
-            cur = await conn.execute(
-                "INSERT INTO outbox(session_id, platform, chat_id, thread_id, reply_to, text,"
-                " created_at, updated_at, chat_type, preview_message_id, attachments,"
-                " claimed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (session_id, platform, str(chat_id), thread_id, reply_to, scrub(text), now, now,
-                 chat_type, preview_message_id, files, claimed_by),
-            )
-            row = await cur.fetchone()
-            return int(row[0]) if row is not None else 0
+            return await insert_outbox(conn, draft, now)
 
         return await self._write(op)
 
@@ -364,3 +359,17 @@ def _delete_batch(sql: str, cutoff: float,
         return cur.rowcount
 
     return op
+
+
+async def insert_outbox(conn: Conn, draft: OutboxDraft, now: float) -> int:
+    """Insert `draft` as a `pending` outbox row inside the caller's transaction; its id."""
+    cur = await conn.execute(
+        "INSERT INTO outbox(session_id, platform, chat_id, thread_id, reply_to, text,"
+        " created_at, updated_at, chat_type, preview_message_id, attachments,"
+        " claimed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (draft.session_id, draft.platform, str(draft.chat_id), draft.thread_id,
+         draft.reply_to, scrub(draft.text), now, now, draft.chat_type,
+         draft.preview_message_id, json.dumps(list(draft.attachments)), draft.claimed_by),
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row is not None else 0

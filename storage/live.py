@@ -16,10 +16,11 @@ from storage.errors import SessionNotFoundError, is_missing_parent
 from storage.fencing import check_session_fence, current_fence
 from storage.histcache import CachedHistory, HistoryCache
 from storage.inbox import release_on
+from storage.ledgers import insert_outbox
 from storage.lineage import _tip_on
 from storage.messages import VISIBLE_COLS, history_on, insert_rows
 from storage.sqlconn import Conn
-from storage.types import Session
+from storage.types import OutboxDraft, Session
 
 __all__ = ["LiveMixin"]
 
@@ -67,6 +68,25 @@ class LiveMixin(StoreBase):
 
         result: tuple[Session, list[dict[str, Any]], list[int]] = await self._write_live(
             session_id, op)
+        return result
+
+    async def append_with_final(
+        self, session_id: str, messages: list[dict[str, Any]], final: OutboxDraft,
+        *, release: Iterable[tuple[str, str]] = (),
+    ) -> tuple[str, list[int], int]:
+        """Record the turn's reply `final` in the outbox (`pending`) and append the turn's
+        `messages` as `append_live` does, in one transaction: a reply is recorded exactly
+        when its messages are stored. Returns (the session written to, the message ids, the
+        outbox id). Raises as `append_live` does; on `FenceRejected` neither is stored."""
+        append = self._append_op(session_id, messages, release)
+        clock = self._clock
+
+        async def op(conn: Conn) -> tuple[str, list[int], int]:
+            outbox_id = await insert_outbox(conn, final, clock())
+            sid, ids = await append(conn)  # checks the fence: a rejection undoes both
+            return sid, ids, outbox_id
+
+        result: tuple[str, list[int], int] = await self._write_live(session_id, op)
         return result
 
     def _append_op(self, session_id: str, messages: list[dict[str, Any]],

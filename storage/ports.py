@@ -27,6 +27,7 @@ from storage.types import (
     Heartbeat,
     HeldEvent,
     Lease,
+    OutboxDraft,
     OutboxItem,
     PairingCode,
     ReplicaInfo,
@@ -193,6 +194,14 @@ class LiveTranscript(Protocol):
 
     async def live_history(self, session_id: str) -> tuple[Session, list[Message]]:
         """The live tip and its active transcript, read together."""
+        ...
+
+    async def append_with_final(
+        self, session_id: str, messages: list[Message], final: OutboxDraft,
+        *, release: Iterable[EventKey] = (),
+    ) -> tuple[str, list[int], int]:
+        """The turn's reply recorded in the outbox and its messages appended, in one
+        transaction: (the session written to, the message ids, the outbox id)."""
         ...
 
     async def append_and_read(

@@ -12,6 +12,7 @@ __all__ = [
     "Lease",
     "SearchHit",
     "MessagePreview",
+    "OutboxDraft",
     "OutboxItem",
     "OutboxState",
     "PairingCode",
@@ -208,6 +209,23 @@ class OutboxItem:
     chat_type: str | None = None
     preview_message_id: str | None = None
     attachments: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxDraft:
+    """A reply to record as `pending` together with its turn's messages (see
+    `LiveTranscript.append_with_final`); the fields of `outbox_add`."""
+
+    platform: str
+    chat_id: str
+    text: str
+    session_id: str | None = None
+    thread_id: str | None = None
+    reply_to: str | None = None
+    chat_type: str | None = None
+    preview_message_id: str | None = None
+    attachments: tuple[dict[str, object], ...] = ()
+    claimed_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from gateway.ports import DeliveryRef
 if TYPE_CHECKING:
     from gateway.delivery.service import DeliveryService
 
-__all__ = ["abandon_final", "recover_outbox", "resend_claimed"]
+__all__ = ["recover_outbox", "resend_claimed"]
 
 log = structlog.get_logger("gateway.delivery")
 
@@ -92,13 +92,3 @@ async def _recover_attachments(svc: DeliveryService, item: Any, target: ReplyTar
         await svc._delivered(final, None, 0)
     elif adapter is not None and await svc._send_attachments(adapter, final, ids, 0):
         await svc._delivered(final, ids, 0)
-
-
-async def abandon_final(svc: DeliveryService, final: PreparedFinal) -> None:
-    """A recorded final this replica will not send (its turn lost the session's lease):
-    its claim is let go, so the session's next owner sends it. Must not raise."""
-    try:
-        await svc._ledger.outbox_unclaim(final.outbox_id, svc.boot_id)
-    except Exception as exc:  # noqa: BLE001 - recovered when this replica is gone
-        log.warning("final_unclaim_failed", outbox_id=final.outbox_id,
-                    error=type(exc).__name__)

@@ -31,8 +31,9 @@ from hermes_common.backoff import Backoff
 from hermes_common.redact import redact
 from hermes_common.text import extract_media
 from storage.ports import OutboxLedger, Reachability
+from storage.types import OutboxDraft
 
-__all__ = ["DeliveryLedger", "DeliveryService", "PreparedFinal", "ReplyTarget", "RECOVERED_MARKER"]
+__all__ = ["DeliveryLedger", "DeliveryService", "DraftFinal", "PreparedFinal", "ReplyTarget", "RECOVERED_MARKER"]
 
 log = structlog.get_logger("gateway.delivery")
 
@@ -58,6 +59,19 @@ class PreparedFinal:
     outbox_id: int
     body: str
     attachments: tuple[OutboundAttachment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DraftFinal:
+    """A final reply ready to record: its outbox row, and what sending it needs."""
+
+    row: OutboxDraft
+    target: ReplyTarget
+    body: str
+    attachments: tuple[OutboundAttachment, ...] = ()
+
+    def recorded(self, outbox_id: int) -> PreparedFinal:
+        return PreparedFinal(self.target, outbox_id, self.body, self.attachments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +230,23 @@ class DeliveryService:
         is sent, so a crash from here on ends in exactly one delivery after restart. The row
         keeps what a re-send needs: the chat type, the attachments and the streaming preview's
         message id (recovery edits that preview in place)."""
+        return await self.record_final_draft(await self.draft_final(
+            target, text, session_id=session_id, preview_message_id=preview_message_id))
+
+    async def record_final_draft(self, draft: DraftFinal) -> PreparedFinal:
+        """Record a drafted final in the outbox on its own (see `draft_final`)."""
+        d = draft.row
+        outbox_id = await self._ledger.outbox_add(
+            platform=d.platform, chat_id=d.chat_id, text=d.text, session_id=d.session_id,
+            thread_id=d.thread_id, reply_to=d.reply_to, chat_type=d.chat_type,
+            preview_message_id=d.preview_message_id, attachments=d.attachments,
+            claimed_by=d.claimed_by)
+        return draft.recorded(outbox_id)
+
+    async def draft_final(self, target: ReplyTarget, text: str, *, session_id: str | None,
+                          preview_message_id: str | None = None) -> DraftFinal:
+        """`record_final` without the write: the outbox row to record (the caller stores it,
+        with the turn's messages) and, from its id, the final to send."""
         body, media = extract_media(text)
         notes: list[str] = []
         allowed: list[OutboundAttachment] = []
@@ -236,12 +267,12 @@ class DeliveryService:
             allowed.append(checked)
         if notes:
             body = (body + "\n\n" + "\n".join(notes)).strip()
-        outbox_id = await self._ledger.outbox_add(
+        row = OutboxDraft(
             platform=target.adapter, chat_id=target.chat_id, text=body,
             session_id=session_id, thread_id=target.thread_id, reply_to=target.reply_to,
             chat_type=target.chat_type, preview_message_id=preview_message_id,
-            attachments=[a.model_dump() for a in allowed], claimed_by=self.boot_id)
-        return PreparedFinal(target, outbox_id, body, tuple(allowed))
+            attachments=tuple(a.model_dump() for a in allowed), claimed_by=self.boot_id)
+        return DraftFinal(row, target, body, tuple(allowed))
 
     async def send_final(self, final: PreparedFinal,
                          consumer: StreamConsumer | None = None) -> list[str]:

@@ -23,7 +23,6 @@ from agent_core.interrupt import InterruptSignal
 from agent_core.memory import TurnMemory
 from gateway.agents import AgentFactory
 from gateway.approvals import ApprovalDesk
-from gateway.delivery.recovery import abandon_final
 from gateway.delivery.service import DeliveryService, PreparedFinal, ReplyTarget
 from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
@@ -435,11 +434,11 @@ class TurnService:
     async def _store_terminal(self, session: Session, terminal: Terminal, target: ReplyTarget,
                               consumer: StreamConsumer | None, shown: TurnTranscript,
                               steering: Steering) -> tuple[Session, PreparedFinal | None]:
-        """Record the final in the outbox (first: after a crash the reply is re-sent and the
-        turn is known to be answered even if the messages were not stored), then store the
-        turn's messages, letting go of the steered events they include. Returns the session
-        written to (a compression may have rotated it) and the recorded final."""
-        final = None
+        """Record the final in the outbox and store the turn's messages, letting go of the
+        steered events they include, in one transaction (after a crash the reply is re-sent
+        exactly when the turn was stored). Returns the session written to (a compression may
+        have rotated it) and the recorded final."""
+        draft = None
         if isinstance(terminal, ae.Final):
             if consumer is not None:
                 # A preview send still on its way lands first, so the row names the preview
@@ -447,7 +446,7 @@ class TurnService:
                 # the reply a second time (chaos seed 2020, a kill between the final's edit
                 # of a preview that was still being posted and the "delivered" mark).
                 await consumer.stop_streaming()
-            final = await self._delivery.record_final(
+            draft = await self._delivery.draft_final(
                 target, shown.final(terminal.text), session_id=session.id,
                 preview_message_id=consumer.message_id if consumer else None)
         messages = list(terminal.messages)
@@ -455,18 +454,25 @@ class TurnService:
             # Restarted with the burst's next part: the next attempt answers every part, so
             # the partial text of this one is no reply (kept, it would read as one).
             messages = [m for m in messages if m.get("finish_reason") != "interrupted"]
-        if messages:
-            taken = steering.taken
-            try:
-                sid, _ = await self._store.append_live(
-                    session.id, messages, release=event_keys(taken))
-            except FenceRejected:
-                if final is not None:  # recorded in time, never to be sent from here
-                    await abandon_final(self._delivery, final)
-                raise
-            steering.released = len(taken)
-            if sid != session.id:
-                session = await self._store.get_session(sid) or session
+        final = None
+        if not messages:
+            if draft is not None:
+                final = await self._delivery.record_final_draft(draft)
+            return session, final
+        taken = steering.taken
+        if draft is not None:
+            # The reply and the turn's messages in one transaction: after a crash the
+            # reply is re-sent exactly when the turn is stored (and a replica that lost
+            # the session records neither).
+            sid, _, outbox_id = await self._store.append_with_final(
+                session.id, messages, draft.row, release=event_keys(taken))
+            final = draft.recorded(outbox_id)
+        else:
+            sid, _ = await self._store.append_live(
+                session.id, messages, release=event_keys(taken))
+        steering.released = len(taken)
+        if sid != session.id:
+            session = await self._store.get_session(sid) or session
         return session, final
 
     async def _close_preview(self, consumer: StreamConsumer | None,

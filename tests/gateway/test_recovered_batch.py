@@ -42,14 +42,14 @@ async def test_a_turn_that_crashes_after_its_preview_leaves_no_streaming_preview
     async with runner_for(tmp_path, model, gateway__busy_mode="queue",
                           gateway__streaming__edit_interval_s=0.1) as (runner, fake):
         store = runner.parts.turns._store
-        real = store.append_live
+        real = store.append_with_final
 
-        async def full_disk(session_id, messages, **kw):
+        async def full_disk(session_id, messages, final, **kw):
             if any(m.get("role") == "assistant" for m in messages):
                 raise OSError("database or disk is full")
-            return await real(session_id, messages, **kw)
+            return await real(session_id, messages, final, **kw)
 
-        store.append_live = full_disk
+        store.append_with_final = full_disk  # the answer and its reply are stored together
         await fake.inject("tell me", chat_id="c1", user_id="u1")
         await fake.wait_for(lambda: any("something went wrong" in m
                                         for m in fake.messages("c1")), 10)

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from _storage_testlib import turn
 
-from storage import SessionNotFoundError, StateStore
+from storage import OutboxDraft, SessionNotFoundError, StateStore
 from storage.sqlconn import Conn
 from storage.syncconn import SuspendedOperationError
 
@@ -88,6 +88,29 @@ async def test_append_and_read_errors_keep_the_hold(store: StateStore) -> None:
         await store.append_and_read(s.id, [{"content": "no role"}])
     assert (await store.get_session(s.id)).message_count == 0
     assert (await store.append_and_read(s.id, []))[1:] == ([], [])
+
+
+async def test_append_with_final_records_the_reply_and_the_messages_in_one_transaction(
+        store: StateStore) -> None:
+    parent, child = await _rotated(store)
+    draft = OutboxDraft(platform="tg", chat_id="1", text="late answer", session_id=parent,
+                        chat_type="dm", reply_to="m9", preview_message_id="p1",
+                        attachments=({"path": "/x.png"},), claimed_by="boot")
+    sid, ids, outbox_id = await store.append_with_final(parent, turn("q", "late answer"),
+                                                        draft)
+    assert sid == child and len(ids) == 2
+    row = await store.outbox_get(outbox_id)
+    assert (row.state, row.text, row.session_id, row.reply_to, row.preview_message_id,
+            row.chat_type, row.attachments) == (
+        "pending", "late answer", parent, "m9", "p1", "dm", [{"path": "/x.png"}])
+    assert [m["content"] for m in await store.load_history(child)][-2:] == ["q", "late answer"]
+    # a message that cannot be stored: the reply is not recorded either
+    with pytest.raises(ValueError):
+        await store.append_with_final(child, [{"content": "no role"}], draft)
+    assert await store.outbox_latest_for_session(parent) == row
+    with pytest.raises(SessionNotFoundError):
+        await store.append_with_final("missing", turn("q", "a"), draft)
+    assert await store.outbox_latest_for_session("missing") is None
 
 
 async def test_add_usage_returns_the_guard_state_from_before(store: StateStore) -> None:

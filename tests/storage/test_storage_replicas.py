@@ -13,6 +13,7 @@ from _storage_testlib import FakeClock
 
 from storage import EventPendingError, FenceRejected, StateStore
 from storage.fencing import SessionFence, fenced
+from storage.types import OutboxDraft
 
 TTL = 10.0
 
@@ -87,6 +88,32 @@ async def test_the_fence_refuses_the_turn_writes_of_a_replica_that_lost_the_sess
                                 release=[("telegram", "1")])
     assert await store.inbound_held() == []
     assert (await sql_rows("SELECT COUNT(*) FROM messages"))[0][0] == 2
+
+
+async def test_a_fenced_turn_records_its_reply_and_its_messages_together_or_neither(
+        store: StateStore, clock: FakeClock) -> None:
+    sid = await _session(store)
+    a = await store.session_admit("ra", "k", "telegram", "1", "hello", ttl=TTL)
+    assert a.lease is not None
+    fence = SessionFence("k", "ra", a.lease.token)
+    draft = OutboxDraft(platform="telegram", chat_id="1", text="late reply", session_id=sid,
+                        claimed_by="ra")
+    clock.advance(TTL + 1)
+    b = await store.session_take("rb", "k", ttl=TTL)
+    assert b.lease is not None and b.lease.takeover
+    with fenced(fence), pytest.raises(FenceRejected):
+        await store.append_with_final(sid, [{"role": "assistant", "content": "late"}], draft,
+                                      release=[("telegram", "1")])
+    assert await store.load_history(sid) == []
+    assert await store.outbox_latest_for_session(sid) is None
+    assert [h.event_id for h in await store.inbound_held()] == ["1"]
+    with fenced(SessionFence("k", "rb", b.lease.token)):
+        _, ids, outbox_id = await store.append_with_final(
+            sid, [{"role": "assistant", "content": "answer"}],
+            OutboxDraft(platform="telegram", chat_id="1", text="answer", session_id=sid,
+                        claimed_by="rb"), release=[("telegram", "1")])
+    assert len(ids) == 1 and (await store.outbox_get(outbox_id)).text == "answer"
+    assert await store.inbound_held() == []
 
 
 async def test_heartbeat_renews_what_is_held_and_retire_hands_it_over(
