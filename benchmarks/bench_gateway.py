@@ -236,10 +236,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def config(model_url: str, **gateway: Any) -> Any:
+def config(model_url: str, sections: dict[str, Any] | None = None, **gateway: Any) -> Any:
     from gateway.config.load import parse_config
 
-    data = {
+    data = {**(sections or {}),
         "providers": {"main": {"base_url": model_url, "api_keys": ["sk-bench"],
                                "model": "fake-model", "context_length": 128000,
                                "timeout_s": 30, "max_retries": 0}},
@@ -250,12 +250,14 @@ def config(model_url: str, **gateway: Any) -> Any:
 
 
 class Gateway:
-    def __init__(self, home: Path, model_url: str) -> None:
+    def __init__(self, home: Path, model_url: str,
+                 sections: dict[str, Any] | None = None) -> None:
         from gateway.paths import ProfilePaths, ensure_profile_dirs
         from gateway.runner import GatewayRunner
 
         self.adapter = BenchAdapter()
-        self.runner = GatewayRunner(config(model_url), ensure_profile_dirs(ProfilePaths(home)),
+        self.runner = GatewayRunner(config(model_url, sections),
+                                    ensure_profile_dirs(ProfilePaths(home)),
                                     adapters={"bench": self.adapter}, take_locks=False)
 
     async def __aenter__(self) -> Gateway:
@@ -295,6 +297,7 @@ async def run_sessions(gw: Gateway, model: ModelProcess, sessions: int, per_sess
             token = f"{prefix}{i}.{j}"
             marks[token] = await gw.adapter.ask(f"{prefix}{i}", token)
 
+    reviews0 = await _reviews(gw)
     t0 = time.monotonic()
     cpu0 = time.process_time()
     FULL_GC.take()
@@ -302,9 +305,21 @@ async def run_sessions(gw: Gateway, model: ModelProcess, sessions: int, per_sess
     wall = time.monotonic() - t0
     cpu = time.process_time() - cpu0
     pauses = FULL_GC.take()
+    reviews = await _reviews(gw)
     out = await _collect(gw, model, marks, sessions, per_session, prefix, wall, cpu)
     out["gc_pauses"] = pauses
+    out["reviews"] = {k: v - reviews0.get(k, 0) for k, v in reviews.items()
+                      if v - reviews0.get(k, 0)}
     return out
+
+
+async def _reviews(gw: Gateway) -> dict[str, int]:
+    """Background self-reviews recorded so far, by status (`skipped` split by reason)."""
+    counts: dict[str, int] = {}
+    for r in await gw.runner.store.list_reviews(limit=1_000_000):
+        key = r.status if r.status != "skipped" else f"skipped ({r.reason})"
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 async def _collect(gw: Gateway, model: ModelProcess, marks: dict[str, tuple[float, float]],
@@ -567,6 +582,9 @@ def report(name: str, r: dict[str, Any], base_p50: float, ceiling: float = 0.0) 
           f"   = {pct(r['e2e'], 50) / base_p50:.1f}x the bare model round trip")
     print(f"  gateway process CPU {r['cpu']:.2f} s = {r['cpu'] / r['events'] * 1000:.2f} ms per "
           f"event (all threads: loop, SQLite, HTTP client); {r['cpu'] / r['wall']:.0%} of a core")
+    if r.get("reviews") is not None:
+        print("  background self-reviews ended during the run: "
+              + (", ".join(f"{k} {v}" for k, v in sorted(r["reviews"].items())) or "none"))
     gcp = r.get("gc_pauses") or []
     print(f"  full GC collections during the run: {len(gcp)}"
           + (f", longest {max(gcp) * 1000:.1f} ms, {sum(gcp) * 1000:.0f} ms in all" if gcp else ""))
@@ -635,7 +653,16 @@ async def main_async(args: argparse.Namespace) -> None:
             if args.profile:
                 prof.disable()
                 pstats.Stats(prof).sort_stats("cumulative").print_stats("work/main|openai|httpx2|aiosqlite", 60)
+        # Like for like: the closed-loop many-session run triggers its reviews at each chat's
+        # tenth message, the end, where the bounded review queue skips nearly all of them;
+        # one long chat runs one review per 10 model calls inside its window.
+        async with Gateway(tmp / "p3", model.base_url,
+                           {"skills": {"review": {"enabled": False}}}) as gw:
+            await run_sessions(gw, model, 5, 2, "w")
+            one_plain = await run_sessions(gw, model, 1, n1, "one")
         report(f"1 session x {n1} messages", one, base_p50)
+        report(f"1 session x {n1} messages, background self-review off (like for like: the "
+               "many-session run below skips nearly all of its reviews)", one_plain, base_p50)
         report(f"{sessions} concurrent sessions x 10 messages (closed loop: each chat sends its "
                "next message when answered)", many, base_p50, ceil_rate)
         print(f"  the fake model's own process: {many['model_cpu_ms']:.2f} ms CPU per event "
@@ -646,6 +673,15 @@ async def main_async(args: argparse.Namespace) -> None:
         own = many["cpu"] / many["events"] * 1000 - honest_cpu
         print(f"  the gateway's own CPU per event above the honest floor: {own:.2f} ms")
         print_phases(many["events"], threads, gct, split, prof_run["events"])
+        verdict = {True: "met", False: "missed"}
+        for label, r in (("review on", one), ("review off", one_plain)):
+            ratio = pct(r["added"], 50) / base_p50
+            cpu_one, cpu_many = (r["cpu"] / r["events"] * 1000,
+                                 many["cpu"] / many["events"] * 1000)
+            print(f"  one session ({label}): added p50 = {ratio:.2f}x the bare round trip "
+                  f"(goal <= 1.5x: {verdict[ratio <= 1.5]}); CPU per event {cpu_one:.2f} ms "
+                  f"vs {cpu_many:.2f} ms at {sessions} sessions (goal: no higher: "
+                  f"{verdict[cpu_one <= cpu_many]})")
         report(f"{sessions} sessions x {10 if not quick else 3} messages, open load at "
                f"{paced_rate} events/s (half the closed-loop throughput)", paced, base_p50)
         print(f"  (closed loop: {sessions} chats always waiting means latency = {sessions} / "
