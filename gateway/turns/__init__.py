@@ -6,8 +6,9 @@
 """
 
 from gateway.turns.builder import AgentBuilder
+from gateway.turns.factory import build_turns
 from gateway.turns.ports import CompressionHook, SessionStore, TurnLayerStore, TurnStore
-from gateway.turns.service import TurnService, TurnSettings, build_turns
+from gateway.turns.service import TurnService, TurnSettings
 from gateway.turns.sessions import QUIET_MEMORY_PROMPT, ResetPolicy, SessionResolver
 from gateway.turns.steering import SteerDesk
 from gateway.turns.usage import UsageRecorder

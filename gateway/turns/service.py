@@ -20,9 +20,6 @@ import structlog
 from agent_core import events as ae
 from agent_core.agent import Agent
 from agent_core.interrupt import InterruptSignal
-from agent_core.memory import TurnMemory
-from gateway.agents import AgentFactory
-from gateway.approvals import ApprovalDesk
 from gateway.delivery.service import DeliveryService, PreparedFinal, ReplyTarget
 from gateway.delivery.stream import Rendered, StreamConsumer
 from gateway.events import MessageEvent
@@ -33,24 +30,24 @@ from gateway.metrics import GatewayMetrics
 from gateway.sessions.inbox import event_keys
 from gateway.sessions.worker import MERGE_REASON
 from gateway.turns.builder import AgentBuilder
+from gateway.turns.inputs import is_rerun, rerun_id, sync_memory, with_images
+from gateway.turns.lines import progress_line, subtasks_line
 from gateway.turns.ports import (
     CompressionHook,
     FinishedTurn,
     ReviewHook,
-    TurnLayerStore,
     TurnStore,
 )
-from gateway.turns.sessions import ResetPolicy, SessionResolver
+from gateway.turns.sessions import SessionResolver
 from gateway.turns.steering import SteerDesk, Steering
 from gateway.turns.transcript import TurnTranscript
 from gateway.turns.usage import UsageRecorder
-from gateway.usage_tally import UsageTally
 from hermes_common.backoff import Backoff
 from storage.errors import FenceRejected
 from storage.fencing import current_fence
 from storage.types import Session
 
-__all__ = ["TurnService", "TurnSettings", "build_turns"]
+__all__ = ["TurnService", "TurnSettings"]
 
 log = structlog.get_logger("gateway.turns")
 
@@ -213,7 +210,7 @@ class TurnService:
         # tip (the reset policy is not applied a second time; it would reset the new child).
         # A turn re-run after a restart carries a message already stored: only the others
         # of its batch (a burst, or what queued behind an interrupt) are stored now.
-        fresh = [ev for ev in events if not _is_rerun(ev)]
+        fresh = [ev for ev in events if not is_rerun(ev)]
         sid = session.id
         images: dict[int, list[dict[str, Any]]] = {}  # message id -> this turn's image parts
         spoke = False
@@ -245,18 +242,18 @@ class TurnService:
                 # A compression rotated the session in between: the message has a new id.
                 images = {int(history[-1]["_id"]): next(iter(images.values()))}
         for ev in events:  # a turn re-run after a restart sends its images again
-            rerun_id = _rerun_id(ev)
-            if rerun_id is None:
+            answered = rerun_id(ev)
+            if answered is None:
                 continue
-            stored = next((m for m in history if m.get("_id") == rerun_id), None)
+            stored = next((m for m in history if m.get("_id") == answered), None)
             if stored is not None:
-                images[rerun_id] = await self._media.parts_for(stored)
+                images[answered] = await self._media.parts_for(stored)
         describe: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
         if images:  # (a long chat's history is walked only when a turn has images)
             describe = [(m, images[m["_id"]]) for m in history
                         if m.get("_id") in images and self._media.wants_description(m)]
             # This turn only: the stored messages keep the text stand-in of each image.
-            history = [_with_images(m, images.get(int(m.get("_id") or 0))) for m in history]
+            history = [with_images(m, images.get(int(m.get("_id") or 0))) for m in history]
         with bind_context(session_id=session.id):
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
             return await self._run_agent(session, history, target, interrupt, key=key,
@@ -367,7 +364,7 @@ class TurnService:
             if consumer is not None:
                 await consumer.stop_streaming()
             if outcome == "ok" and reply is not None and agent.memory is not None:
-                _sync_memory(agent.memory, asked, reply)  # queued; never waits
+                sync_memory(agent.memory, asked, reply)  # queued; never waits
             # Bookkeeping after the reply: the usage write hands back the guard state the
             # compression check needs (no read of its own, no race with the write).
             stored = await self._usage.record(session.id, shown.usage, shown.delegated_usage,
@@ -415,7 +412,7 @@ class TurnService:
                     consumer.on_delta(ev.text)
             elif isinstance(ev, ae.ToolStarted):
                 shown.close_segment()
-                line = _progress_line(progress, tools_seen, ev.name)
+                line = progress_line(progress, tools_seen, ev.name)
                 if consumer is not None and line is not None:
                     consumer.on_status(line)
             elif isinstance(ev, ae.Status) and ev.kind == "stream_reset":
@@ -426,7 +423,7 @@ class TurnService:
                 shown.delegated_usage.append(ev.usage)
             elif isinstance(ev, ae.SubtaskProgress):
                 if consumer is not None and progress != "off":
-                    consumer.on_status(_subtasks_line(ev))
+                    consumer.on_status(subtasks_line(ev))
             elif isinstance(ev, ae.TERMINAL_EVENTS):
                 terminal = ev
         return terminal
@@ -509,93 +506,3 @@ class TurnService:
                 "Try again in a moment, or send /new to start over.")
         await self._delivery.deliver_final(target, text, session_id=session.id,
                                            consumer=consumer)
-
-
-def build_turns(
-    store: TurnLayerStore,
-    delivery: DeliveryService,
-    agents: AgentFactory,
-    *,
-    reset: ResetPolicy = ResetPolicy(),
-    format_hint: Callable[[str], str] = lambda _platform: "",
-    settings: TurnSettings = TurnSettings(),
-    compression: CompressionHook | None = None,
-    metrics: GatewayMetrics | None = None,
-    clock: Callable[[], float] = time.time,
-    approvals: ApprovalDesk | None = None,
-    approval_timeout_s: float = 300.0,
-    media: MediaReader | None = None,
-    voice: VoiceReplies | None = None,
-    reviews: ReviewHook | None = None,
-    tally: UsageTally | None = None,
-) -> TurnService:
-    """Wire the turn layer from the gateway's parts (`tally`: counts the tokens it stores,
-    for the dashboard)."""
-    builder = AgentBuilder(agents, store, delivery, approvals=approvals,
-                           approval_timeout_s=approval_timeout_s)
-    return TurnService(
-        store, delivery,
-        sessions=SessionResolver(store, builder, policy=reset, format_hint=format_hint,
-                                 clock=clock, memory=agents.memory),
-        agents=builder, steering=SteerDesk(store), usage=UsageRecorder(store, metrics, tally),
-        compression=compression, settings=settings, metrics=metrics, media=media,
-        voice=voice,
-        reviews=reviews,
-    )
-
-
-def _progress_line(policy: str, seen: list[str], name: str) -> str | None:
-    """The status line under the streaming preview. off: none. new: the current tool, shown
-    when a different tool starts. all: the latest calls, one line each (last five)."""
-    if policy == "off":
-        return None
-    repeat = bool(seen) and seen[-1] == name
-    seen.append(name)
-    if policy == "all":
-        return "\n".join(f"🔧 {n}" for n in seen[-5:])
-    return None if repeat else f"🔧 {name}…"
-
-
-def _subtasks_line(ev: ae.SubtaskProgress) -> str:
-    """The status line of a running `delegate_task`: "3 subtasks running", then how many
-    wait and are done, as they finish."""
-    if ev.running == 0 and ev.waiting == 0:
-        return f"✅ {ev.total} subtask{'s' if ev.total != 1 else ''} done"
-    parts = [f"{ev.running} subtask{'s' if ev.running != 1 else ''} running"]
-    if ev.waiting:
-        parts.append(f"{ev.waiting} waiting")
-    if ev.done:
-        parts.append(f"{ev.done} of {ev.total} done")
-    return "🔀 " + ", ".join(parts)
-
-
-def _sync_memory(memory: TurnMemory, asked: dict[str, Any] | None, reply: str) -> None:
-    """Hand a completed turn (the user's words, the final reply) to the memory provider."""
-    if asked is None or asked.get("role") != "user":
-        return
-    content = asked.get("content")
-    if isinstance(content, list):
-        content = "\n".join(p["text"] for p in content
-                            if isinstance(p, dict) and isinstance(p.get("text"), str))
-    if isinstance(content, str) and content.strip():
-        memory.sync(content, reply)
-
-
-def _is_rerun(event: MessageEvent) -> bool:
-    return _rerun_id(event) is not None
-
-
-def _rerun_id(event: MessageEvent) -> int | None:
-    """The stored message a turn re-run after a restart answers (None for a live event)."""
-    if isinstance(event.raw, dict) and isinstance(event.raw.get("recovered_message_id"), int):
-        return int(event.raw["recovered_message_id"])
-    return None
-
-
-def _with_images(message: dict[str, Any], parts: list[dict[str, Any]] | None
-                 ) -> dict[str, Any]:
-    """`message` with `parts` added to its text for this request (none: unchanged)."""
-    if not parts:
-        return message
-    text = str(message.get("content") or "")
-    return {**message, "content": [{"type": "text", "text": text}, *parts]}
