@@ -6,7 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -15,12 +15,12 @@ import structlog
 
 from gateway.delivery.chat_order import EARLIER_FINALS_WAIT_S, ChatKey, ChatOrder
 from gateway.delivery.files import OutboundFiles
+from gateway.delivery.finals import DraftFinal, PreparedFinal, ReplyTarget, draft_final
 from gateway.delivery.render import preview_text, render_final, render_plain
 from gateway.delivery.stream import DeliveryFailed, StreamConsumer, StreamSettings
 from gateway.events import (
     Button,
     ErrorKind,
-    MessageEvent,
     OutboundAttachment,
     OutboundMessage,
     SendResult,
@@ -29,9 +29,7 @@ from gateway.ports import BasePlatformAdapter
 from gateway.ratelimit import BudgetClosed, ChatRateBudget, Deferred, RateBudgets
 from hermes_common.backoff import Backoff
 from hermes_common.redact import redact
-from hermes_common.text import extract_media
 from storage.ports import OutboxLedger, Reachability
-from storage.types import OutboxDraft
 
 __all__ = ["DeliveryLedger", "DeliveryService", "DraftFinal", "PreparedFinal", "ReplyTarget", "RECOVERED_MARKER"]
 
@@ -51,46 +49,6 @@ _MARK_ATTEMPTS = 10  # about 30 s in all
 
 class DeliveryLedger(OutboxLedger, Reachability, Protocol):
     """The outbox (a reply is recorded before it is sent) and the chats that are unreachable."""
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedFinal:
-    target: ReplyTarget
-    outbox_id: int
-    body: str
-    attachments: tuple[OutboundAttachment, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class DraftFinal:
-    """A final reply ready to record: its outbox row, and what sending it needs."""
-
-    row: OutboxDraft
-    target: ReplyTarget
-    body: str
-    attachments: tuple[OutboundAttachment, ...] = ()
-
-    def recorded(self, outbox_id: int) -> PreparedFinal:
-        return PreparedFinal(self.target, outbox_id, self.body, self.attachments)
-
-
-@dataclass(frozen=True, slots=True)
-class ReplyTarget:
-    """Where a reply goes: the chat and thread the user spoke in, anchored to their message.
-    `user_id` is the user answered (on the same platform), when known: the files a reply
-    may attach and the tools of the turn are that user's."""
-
-    adapter: str
-    chat_id: str
-    thread_id: str | None
-    reply_to: str | None
-    chat_type: str = "dm"
-    user_id: str | None = None
-
-    @classmethod
-    def of(cls, event: MessageEvent) -> ReplyTarget:
-        return cls(event.platform, event.chat_id, event.thread_id, event.message_id,
-                   event.chat_type.value, event.user.id)
 
 
 class DeliveryService:
@@ -247,32 +205,10 @@ class DeliveryService:
                           preview_message_id: str | None = None) -> DraftFinal:
         """`record_final` without the write: the outbox row to record (the caller stores it,
         with the turn's messages) and, from its id, the final to send."""
-        body, media = extract_media(text)
-        notes: list[str] = []
-        allowed: list[OutboundAttachment] = []
-        adapter = self._adapters.get(target.adapter)
-        takes_files = adapter is None or adapter.capabilities.media
-        for ref in media:
-            checked = (await asyncio.to_thread(self._files.check, ref, target.adapter,
-                                               target.chat_id, target.user_id)
-                       if self._files is not None
-                       else f"⚠️ Attachment not sent: {Path(ref.path).name}")
-            if isinstance(checked, str):
-                notes.append(checked)
-                continue
-            if not takes_files:
-                notes.append(f"⚠️ Attachment not sent: {Path(ref.path).name} "
-                             "(this chat takes no files)")
-                continue
-            allowed.append(checked)
-        if notes:
-            body = (body + "\n\n" + "\n".join(notes)).strip()
-        row = OutboxDraft(
-            platform=target.adapter, chat_id=target.chat_id, text=body,
-            session_id=session_id, thread_id=target.thread_id, reply_to=target.reply_to,
-            chat_type=target.chat_type, preview_message_id=preview_message_id,
-            attachments=tuple(a.model_dump() for a in allowed), claimed_by=self.boot_id)
-        return DraftFinal(row, target, body, tuple(allowed))
+        return await draft_final(target, text, files=self._files,
+                                 adapter=self._adapters.get(target.adapter),
+                                 boot_id=self.boot_id, session_id=session_id,
+                                 preview_message_id=preview_message_id)
 
     async def send_final(self, final: PreparedFinal,
                          consumer: StreamConsumer | None = None) -> list[str]:
