@@ -6,7 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from dataclasses import asdict, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -193,13 +193,7 @@ class DeliveryService:
 
     async def record_final_draft(self, draft: DraftFinal) -> PreparedFinal:
         """Record a drafted final in the outbox on its own (see `draft_final`)."""
-        d = draft.row
-        outbox_id = await self._ledger.outbox_add(
-            platform=d.platform, chat_id=d.chat_id, text=d.text, session_id=d.session_id,
-            thread_id=d.thread_id, reply_to=d.reply_to, chat_type=d.chat_type,
-            preview_message_id=d.preview_message_id, attachments=d.attachments,
-            claimed_by=d.claimed_by)
-        return draft.recorded(outbox_id)
+        return draft.recorded(await self._ledger.outbox_add(**asdict(draft.row)))
 
     async def draft_final(self, target: ReplyTarget, text: str, *, session_id: str | None,
                           preview_message_id: str | None = None) -> DraftFinal:

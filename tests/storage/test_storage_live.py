@@ -75,6 +75,12 @@ async def test_append_and_read_stores_then_reads_the_tip_in_one_transaction(
     history[-1]["content"] = "changed by the caller"
     _, again = await store.live_history(child)
     assert again[-1]["content"] == "late question"
+    # cached now: stored and read inside the writer's transaction, the same result
+    session, history, ids = await store.append_and_read(
+        child, [{"role": "user", "content": "and another"}])
+    assert session.id == child and history[-1]["_id"] == ids[0]
+    assert [m["content"] for m in history] == ["summary", "late question", "and another"]
+    assert await store.live_history(child) == (session, history)
 
 
 async def test_append_and_read_errors_keep_the_hold(store: StateStore) -> None:
