@@ -10,6 +10,7 @@ from storage.errors import (
     FenceOutcome,
     FenceRejected,
     InvalidTitleError,
+    SessionMovedError,
     SessionNotFoundError,
     StorageBusyError,
     StorageError,
@@ -25,6 +26,7 @@ from storage.types import (
     GuardState,
     HeldEvent,
     Lease,
+    LiveCheck,
     MessagePreview,
     OutboxDraft,
     OutboxItem,
@@ -32,6 +34,8 @@ from storage.types import (
     SearchHit,
     Session,
     SessionScope,
+    StoredFinal,
+    UsageDelta,
 )
 
 __all__ = [
@@ -44,6 +48,9 @@ __all__ = [
     "SearchHit",
     "MessagePreview",
     "OutboxDraft",
+    "LiveCheck",
+    "StoredFinal",
+    "UsageDelta",
     "OutboxItem",
     "HeldEvent",
     "PairingCode",
@@ -53,6 +60,7 @@ __all__ = [
     "EventPendingError",
     "StoreClosedError",
     "SessionNotFoundError",
+    "SessionMovedError",
     "TitleInUseError",
     "InvalidTitleError",
     "FenceRejected",

@@ -16,6 +16,7 @@ __all__ = [
     "EventPendingError",
     "StoreClosedError",
     "SessionNotFoundError",
+    "SessionMovedError",
     "TitleInUseError",
     "InvalidTitleError",
     "FenceRejected",
@@ -54,6 +55,16 @@ class SessionNotFoundError(StorageError, LookupError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"session not found: {session_id}")
         self.session_id = session_id
+
+
+class SessionMovedError(StorageError):
+    """A write meant for a routing key's live session found another session live for that
+    key, or one its caller no longer accepts (`LiveCheck`); nothing was written. The
+    caller resolves the key again and retries."""
+
+    def __init__(self, session_key: str) -> None:
+        super().__init__(f"the live session of {session_key!r} is not the one expected")
+        self.session_key = session_key
 
 
 class InvalidTitleError(StorageError, ValueError):

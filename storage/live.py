@@ -12,15 +12,16 @@ from typing import Any, TypeVar
 
 from storage.base import StoreBase, fetch_session
 from storage.codec import message_to_row, row_to_message
-from storage.errors import SessionNotFoundError, is_missing_parent
+from storage.errors import SessionMovedError, SessionNotFoundError, is_missing_parent
 from storage.fencing import check_session_fence, current_fence
 from storage.histcache import CachedHistory, HistoryCache
 from storage.inbox import release_on
 from storage.ledgers import insert_outbox
 from storage.lineage import _tip_on
 from storage.messages import VISIBLE_COLS, history_on, insert_rows
+from storage.sessions import add_usage_on, find_live_on
 from storage.sqlconn import Conn
-from storage.types import OutboxDraft, Session
+from storage.types import LiveCheck, OutboxDraft, Session, StoredFinal, UsageDelta
 
 __all__ = ["LiveMixin"]
 
@@ -49,12 +50,17 @@ class LiveMixin(StoreBase):
 
     async def append_and_read(
         self, session_id: str, messages: list[dict[str, Any]],
-        *, release: Iterable[tuple[str, str]] = (),
+        *, release: Iterable[tuple[str, str]] = (), check: LiveCheck | None = None,
     ) -> tuple[Session, list[dict[str, Any]], list[int]]:
         """`append_live`, then the live tip and its active transcript as `live_history` reads
         them, in the same transaction: a turn's start costs one hand-off, not two. Returns
         (the session written to, its transcript, the new message ids). Raises as
-        `append_live` does."""
+        `append_live` does.
+
+        With `check` (the caller remembered `session_id` as the live session of a routing
+        key instead of looking it up), nothing is written and `SessionMovedError` raised
+        unless the session's compression tip is still that key's live session and
+        `check.accept` takes it as stored now."""
         if not messages:
             session, history = await self.live_history(session_id)
             return session, history, []
@@ -66,6 +72,11 @@ class LiveMixin(StoreBase):
         cache = self._histories
 
         async def op(conn: Conn) -> tuple[Session, list[dict[str, Any]], list[int]]:
+            if check is not None:
+                live = await find_live_on(conn, check.session_key)
+                if (live is None or live.id != await _tip_on(conn, session_id)
+                        or not check.accept(live)):
+                    raise SessionMovedError(check.session_key)
             sid, ids = await append(conn)
             session = await fetch_session(conn, sid)
             return session, await _cached_history(conn, cache, sid), ids
@@ -76,21 +87,25 @@ class LiveMixin(StoreBase):
 
     async def append_with_final(
         self, session_id: str, messages: list[dict[str, Any]], final: OutboxDraft,
-        *, release: Iterable[tuple[str, str]] = (),
-    ) -> tuple[str, list[int], int]:
+        *, release: Iterable[tuple[str, str]] = (), usage: UsageDelta | None = None,
+    ) -> StoredFinal:
         """Record the turn's reply `final` in the outbox (`pending`) and append the turn's
         `messages` as `append_live` does, in one transaction: a reply is recorded exactly
-        when its messages are stored. Returns (the session written to, the message ids, the
-        outbox id). Raises as `append_live` does; on `FenceRejected` neither is stored."""
+        when its messages are stored. The turn's `usage`, if given, is added to the session
+        written to in the same transaction (`add_usage`; its guard state from before comes
+        back in `StoredFinal.guard`): the turn's bookkeeping costs no write of its own.
+        Raises as `append_live` does; on `FenceRejected` nothing is stored."""
         append = self._append_op(session_id, messages, release)
         clock = self._clock
 
-        async def op(conn: Conn) -> tuple[str, list[int], int]:
-            outbox_id = await insert_outbox(conn, final, clock())
+        async def op(conn: Conn) -> StoredFinal:
+            now = clock()
+            outbox_id = await insert_outbox(conn, final, now)
             sid, ids = await append(conn)  # checks the fence: a rejection undoes both
-            return sid, ids, outbox_id
+            guard = None if usage is None else await add_usage_on(conn, sid, usage, now)
+            return StoredFinal(sid, ids, outbox_id, guard)
 
-        result: tuple[str, list[int], int] = await self._write_live(session_id, op)
+        result: StoredFinal = await self._write_live(session_id, op)
         return result
 
     def _append_op(self, session_id: str, messages: list[dict[str, Any]],

@@ -27,6 +27,7 @@ from storage.types import (
     Heartbeat,
     HeldEvent,
     Lease,
+    LiveCheck,
     OutboxDraft,
     OutboxItem,
     PairingCode,
@@ -36,7 +37,9 @@ from storage.types import (
     Session,
     SessionLease,
     SessionScope,
+    StoredFinal,
     SweepItem,
+    UsageDelta,
 )
 
 __all__ = [
@@ -198,17 +201,19 @@ class LiveTranscript(Protocol):
 
     async def append_with_final(
         self, session_id: str, messages: list[Message], final: OutboxDraft,
-        *, release: Iterable[EventKey] = (),
-    ) -> tuple[str, list[int], int]:
-        """The turn's reply recorded in the outbox and its messages appended, in one
-        transaction: (the session written to, the message ids, the outbox id)."""
+        *, release: Iterable[EventKey] = (), usage: UsageDelta | None = None,
+    ) -> StoredFinal:
+        """The turn's reply recorded in the outbox, its messages appended and its `usage`
+        added to the session written to, in one transaction."""
         ...
 
     async def append_and_read(
         self, session_id: str, messages: list[Message], *, release: Iterable[EventKey] = (),
+        check: LiveCheck | None = None,
     ) -> tuple[Session, list[Message], list[int]]:
         """`append_live` and `live_history` in one transaction: (the tip, its transcript,
-        the new message ids)."""
+        the new message ids). With `check`, raises `SessionMovedError` (nothing written)
+        unless the session is still the key's live one and `check.accept` takes it."""
         ...
 
 

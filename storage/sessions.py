@@ -9,9 +9,10 @@ from storage.codec import new_session_id, scrub
 from storage.errors import SessionNotFoundError, TitleInUseError
 from storage.sqlconn import Conn
 from storage.titles import next_lineage_title_on, sanitize_title
-from storage.types import GuardState, Session, SessionScope
+from storage.types import GuardState, Session, SessionScope, UsageDelta
 
-__all__ = ["SessionsMixin", "ROUTING_COLUMNS", "EDITABLE_COLUMNS"]
+__all__ = ["SessionsMixin", "ROUTING_COLUMNS", "EDITABLE_COLUMNS", "add_usage_on",
+           "find_live_on"]
 
 ROUTING_COLUMNS = ("source", "user_id", "session_key", "chat_id", "chat_type", "thread_id")
 EDITABLE_COLUMNS = frozenset(
@@ -188,11 +189,7 @@ class SessionsMixin(StoreBase):
 
     async def find_by_session_key(self, session_key: str) -> Session | None:
         """The most recently started live session for a routing key, or None."""
-        row = await self._fetchone(
-            "SELECT * FROM sessions WHERE session_key = ? AND ended_at IS NULL"
-            " ORDER BY started_at DESC, id DESC LIMIT 1",
-            (session_key,),
-        )
+        row = await self._fetchone(_LIVE_BY_KEY_SQL, (session_key,))
         return session_from_row(row) if row else None
 
     async def end_session(self, session_id: str, reason: str) -> bool:
@@ -293,34 +290,12 @@ class SessionsMixin(StoreBase):
         """Add one turn's usage to the counters and stamp last_activity. Returns the
         compression guard state as it was just before this update (read in the same
         transaction). Raises `SessionNotFoundError`."""
+        delta = UsageDelta(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                           reasoning_tokens, api_calls, last_prompt_tokens, cost_usd)
+        now = self._clock()
 
         async def op(conn: Conn) -> GuardState:
-            before = await _guard_on(conn, session_id)
-            await conn.execute(
-                "UPDATE sessions SET input_tokens = input_tokens + ?,"
-                " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
-                " cache_write_tokens = cache_write_tokens + ?,"
-                " reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,"
-                " last_prompt_tokens = COALESCE(?, last_prompt_tokens),"
-                " estimated_cost_usd = CASE WHEN CAST(? AS DOUBLE PRECISION) IS NULL"
-                "   THEN estimated_cost_usd"
-                "   ELSE COALESCE(estimated_cost_usd, 0) + ? END,"
-                " last_activity = ? WHERE id = ?",
-                (
-                    input_tokens,
-                    output_tokens,
-                    cache_read_tokens,
-                    cache_write_tokens,
-                    reasoning_tokens,
-                    api_calls,
-                    last_prompt_tokens,
-                    cost_usd,
-                    cost_usd,
-                    self._clock(),
-                    session_id,
-                ),
-            )
-            return before
+            return await add_usage_on(conn, session_id, delta, now)
 
         return await self._write(op)
 
@@ -370,6 +345,37 @@ class SessionsMixin(StoreBase):
             return await _guard_on(conn, session_id)
 
         return await self._write(op)
+
+
+_LIVE_BY_KEY_SQL = ("SELECT * FROM sessions WHERE session_key = ? AND ended_at IS NULL"
+                    " ORDER BY started_at DESC, id DESC LIMIT 1")
+
+
+async def find_live_on(conn: Conn, session_key: str) -> Session | None:
+    """`find_by_session_key` inside the caller's transaction."""
+    rows = await conn.execute_fetchall(_LIVE_BY_KEY_SQL, (session_key,))
+    return session_from_row(rows[0]) if rows else None
+
+
+async def add_usage_on(conn: Conn, session_id: str, delta: UsageDelta, now: float
+                       ) -> GuardState:
+    """`add_usage` inside the caller's transaction; returns the guard state from before."""
+    before = await _guard_on(conn, session_id)
+    await conn.execute(
+        "UPDATE sessions SET input_tokens = input_tokens + ?,"
+        " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
+        " cache_write_tokens = cache_write_tokens + ?,"
+        " reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,"
+        " last_prompt_tokens = COALESCE(?, last_prompt_tokens),"
+        " estimated_cost_usd = CASE WHEN CAST(? AS DOUBLE PRECISION) IS NULL"
+        "   THEN estimated_cost_usd"
+        "   ELSE COALESCE(estimated_cost_usd, 0) + ? END,"
+        " last_activity = ? WHERE id = ?",
+        (delta.input_tokens, delta.output_tokens, delta.cache_read_tokens,
+         delta.cache_write_tokens, delta.reasoning_tokens, delta.api_calls,
+         delta.last_prompt_tokens, delta.cost_usd, delta.cost_usd, now, session_id),
+    )
+    return before
 
 
 async def _guard_on(conn: Conn, session_id: str) -> GuardState:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 __all__ = [
     "Session",
@@ -13,6 +14,9 @@ __all__ = [
     "SearchHit",
     "MessagePreview",
     "OutboxDraft",
+    "StoredFinal",
+    "LiveCheck",
+    "UsageDelta",
     "OutboxItem",
     "OutboxState",
     "PairingCode",
@@ -226,6 +230,44 @@ class OutboxDraft:
     preview_message_id: str | None = None
     attachments: tuple[dict[str, object], ...] = ()
     claimed_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UsageDelta:
+    """One turn's token usage, added to its session's counters (`add_usage`, or with the
+    turn's reply in `LiveTranscript.append_with_final`)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    api_calls: int = 1
+    last_prompt_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveCheck:
+    """What `LiveTranscript.append_and_read` checks before it writes to a session the caller
+    remembered instead of looking it up: that session (or its compression tip) is still the
+    live session of `session_key`, and `accept(that session, as stored now)` holds (e.g. no
+    reset policy ends it). `accept` runs inside the write transaction: it must be quick and
+    must not block or raise."""
+
+    session_key: str
+    accept: Callable[[Session], bool] = lambda _session: True
+
+
+class StoredFinal(NamedTuple):
+    """What `LiveTranscript.append_with_final` stored: the session written to (the live tip),
+    the new message ids, the outbox id, and, when the turn's usage went with them, the
+    compression guard state from just before it (as `add_usage` returns it)."""
+
+    session_id: str
+    ids: list[int]
+    outbox_id: int
+    guard: GuardState | None = None
 
 
 @dataclass(frozen=True, slots=True)

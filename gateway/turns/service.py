@@ -43,7 +43,7 @@ from gateway.turns.steering import SteerDesk, Steering
 from gateway.turns.transcript import TurnTranscript
 from gateway.turns.usage import UsageRecorder
 from hermes_common.backoff import Backoff
-from storage.errors import FenceRejected
+from storage.errors import FenceRejected, SessionMovedError
 from storage.fencing import current_fence
 from storage.types import Session
 
@@ -200,18 +200,19 @@ class TurnService:
                     interrupt: InterruptSignal,
                     finished: list[FinishedTurn]) -> list[MessageEvent]:
         last = events[-1]
-        session, notice = await self.sessions.resolve(key, last)
-        if notice:
-            await self._delivery.notify(target, notice)
-        if self._compression is not None and not await self._compression.wait_idle(
-                session.id, self._s.compression_wait_s):
-            log.info("turn_proceeds_uncompressed", session_id=session.id)
-        # A compression may have rotated the session meanwhile: the store follows it to the
-        # tip (the reset policy is not applied a second time; it would reset the new child).
         # A turn re-run after a restart carries a message already stored: only the others
         # of its batch (a burst, or what queued behind an interrupt) are stored now.
         fresh = [ev for ev in events if not is_rerun(ev)]
-        sid = session.id
+        describing = self._describing.get(key)
+        # Nothing to wait for before the history is read: the message is stored and the
+        # history read in one transaction, in the session the key's last turn used (checked
+        # there, so no lookup first) when it is remembered.
+        quick = bool(fresh) and (describing is None or describing.done())
+        remembered = self.sessions.known(key) if quick else None
+        sid = remembered or await self._resolve(key, last, target)
+        await self._compression_settled(sid)
+        # A compression may have rotated the session meanwhile: the store follows it to the
+        # tip (the reset policy is not applied a second time; it would reset the new child).
         images: dict[int, list[dict[str, Any]]] = {}  # message id -> this turn's image parts
         spoke = False
         read: tuple[Session, list[dict[str, Any]]] | None = None
@@ -220,12 +221,9 @@ class TurnService:
             for note in understood.notices:
                 await self._delivery.notify(target, note)
             spoke = understood.spoke
-            describing = self._describing.get(key)
-            if describing is None or describing.done():
-                # Nothing to wait for before the history is read: read it in the same
-                # transaction (one hand-off less on the way to the model).
-                session, history, ids = await self._store.append_and_read(
-                    sid, [understood.message], release=event_keys(fresh))
+            if quick:
+                session, history, ids = await self._append_first(
+                    key, last, target, sid, understood.message, fresh, known=remembered is not None)
                 read = session, history
             else:
                 sid, ids = await self._store.append_live(sid, [understood.message],
@@ -258,6 +256,42 @@ class TurnService:
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
             return await self._run_agent(session, history, target, interrupt, key=key,
                                          finished=finished, spoke=spoke, describe=describe)
+
+    async def _resolve(self, key: str, last: MessageEvent, target: ReplyTarget) -> str:
+        """Look the key's live session up (the reset policy applied; created when missing),
+        telling the user when the policy started a new one."""
+        session, notice = await self.sessions.resolve(key, last)
+        if notice:
+            await self._delivery.notify(target, notice)
+        return session.id
+
+    async def _compression_settled(self, session_id: str) -> None:
+        if self._compression is not None and not await self._compression.wait_idle(
+                session_id, self._s.compression_wait_s):
+            log.info("turn_proceeds_uncompressed", session_id=session_id)
+
+    async def _append_first(self, key: str, last: MessageEvent, target: ReplyTarget,
+                            sid: str, message: dict[str, Any], fresh: list[MessageEvent],
+                            *, known: bool) -> tuple[Session, list[dict[str, Any]], list[int]]:
+        """Store the turn's message (its events' holds let go) and read the history, in one
+        transaction. A remembered session (`known`) is written under the resolver's live
+        check; when that refuses it (another session is live for the key now, or the reset
+        policy ends it), the key is resolved as usual and the write goes there."""
+        release = event_keys(fresh)
+        if known:
+            try:
+                stored = await self._store.append_and_read(
+                    sid, [message], release=release, check=self.sessions.live_check(key))
+            except SessionMovedError:
+                log.debug("turn_session_moved", session_key=key, session_id=sid)
+                sid = await self._resolve(key, last, target)
+                await self._compression_settled(sid)
+            else:
+                self.sessions.remember(key, stored[0].id)
+                return stored
+        stored = await self._store.append_and_read(sid, [message], release=release)
+        self.sessions.remember(key, stored[0].id)
+        return stored
 
     async def _described(self, key: str) -> None:
         """Wait (bounded) for the previous turn's images to be described for the history."""
@@ -367,8 +401,8 @@ class TurnService:
                 sync_memory(agent.memory, asked, reply)  # queued; never waits
             # Bookkeeping after the reply: the usage write hands back the guard state the
             # compression check needs (no read of its own, no race with the write).
-            stored = await self._usage.record(session.id, shown.usage, shown.delegated_usage,
-                                              started_at=session.started_at)
+            stored = shown.guard if shown.usage_stored else await self._usage.record(
+                session.id, shown.usage, shown.delegated_usage, started_at=session.started_at)
             compression, sid = self._compression, session.id
             last_prompt = shown.usage[-1].prompt_tokens if shown.usage else None
 
@@ -435,7 +469,7 @@ class TurnService:
         steered events they include, in one transaction (after a crash the reply is re-sent
         exactly when the turn was stored). Returns the session written to (a compression may
         have rotated it) and the recorded final."""
-        draft = None
+        draft, usage = None, None
         if isinstance(terminal, ae.Final):
             if consumer is not None:
                 # A preview send still on its way lands first, so the row names the preview
@@ -458,18 +492,24 @@ class TurnService:
             return session, final
         taken = steering.taken
         if draft is not None:
-            # The reply and the turn's messages in one transaction: after a crash the
-            # reply is re-sent exactly when the turn is stored (and a replica that lost
-            # the session records neither).
-            sid, _, outbox_id = await self._store.append_with_final(
-                session.id, messages, draft.row, release=event_keys(taken))
-            final = draft.recorded(outbox_id)
+            # The reply, the turn's messages and its usage in one transaction: after a
+            # crash the reply is re-sent exactly when the turn is stored (and a replica
+            # that lost the session records none of it); the usage needs no write of its
+            # own after the reply.
+            usage = self._usage.delta(shown.usage, shown.delegated_usage)
+            stored = await self._store.append_with_final(
+                session.id, messages, draft.row, release=event_keys(taken), usage=usage)
+            sid, final = stored.session_id, draft.recorded(stored.outbox_id)
+            if usage is not None:
+                shown.usage_stored, shown.guard = True, stored.guard
         else:
             sid, _ = await self._store.append_live(
                 session.id, messages, release=event_keys(taken))
         steering.released = len(taken)
         if sid != session.id:
             session = await self._store.get_session(sid) or session
+        if usage is not None:
+            self._usage.stored_with_reply(usage, session.started_at)
         return session, final
 
     async def _close_preview(self, consumer: StreamConsumer | None,

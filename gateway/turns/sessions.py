@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,11 +16,15 @@ from gateway.memory import GatewayMemory
 from gateway.sessions.reset import ResetMode, reset_reason
 from gateway.turns.builder import AgentBuilder
 from gateway.turns.ports import SessionStore
-from storage.types import Session
+from storage.types import LiveCheck, Session
 
 __all__ = ["QUIET_MEMORY_PROMPT", "ResetPolicy", "SessionResolver"]
 
 log = structlog.get_logger("gateway.turns")
+
+#: Keys whose live session is remembered between turns (the least recently used go first;
+#: a key forgotten only costs its next turn one lookup).
+KNOWN_SESSIONS_MAX = 4096
 
 QUIET_MEMORY_PROMPT = (
     "[System note: this conversation is about to be reset. If anything from it is worth "
@@ -56,17 +61,49 @@ class SessionResolver:
         self._policy = policy
         self._format_hint = format_hint
         self._clock = clock
+        self._known: OrderedDict[str, str] = OrderedDict()
+
+    # -- the live session a key had at its last turn ------------------------------------------
+    # A turn stores its message in the session its key's last turn used, without looking it
+    # up first (a read less per turn), under a `LiveCheck`: the write is refused when that
+    # session is no longer the key's live one (/new, /resume, another process) or the reset
+    # policy would end it, and the turn then resolves the key as usual.
+    def known(self, key: str) -> str | None:
+        """The session `key`'s last turn ran in, if remembered."""
+        sid = self._known.get(key)
+        if sid is not None:
+            self._known.move_to_end(key)
+        return sid
+
+    def remember(self, key: str, session_id: str) -> None:
+        self._known[key] = session_id
+        self._known.move_to_end(key)
+        if len(self._known) > KNOWN_SESSIONS_MAX:
+            self._known.popitem(last=False)
+
+    def forget(self, key: str) -> None:
+        self._known.pop(key, None)
+
+    def live_check(self, key: str) -> LiveCheck:
+        """The check a write to `known(key)` goes under: still live, and not due a reset."""
+        return LiveCheck(key, lambda session: self._reset_reason(session) is None)
+
+    def _reset_reason(self, session: Session) -> str | None:
+        p = self._policy
+        if p.mode == "none":
+            return None
+        return reset_reason(
+            p.mode, last_activity=session.last_activity or session.started_at,
+            now=self._clock(), idle_minutes=p.idle_minutes, daily_hour=p.daily_hour)
 
     async def resolve(self, key: str, event: MessageEvent) -> tuple[Session, str | None]:
         """The live session for `key` (created when missing) and, when the policy reset the
         old one, the notice to show the user."""
+        self.forget(key)
         session = await self._store.find_by_session_key(key)
         notice = None
         if session is not None:
-            p = self._policy
-            why = reset_reason(
-                p.mode, last_activity=session.last_activity or session.started_at,
-                now=self._clock(), idle_minutes=p.idle_minutes, daily_hour=p.daily_hour)
+            why = self._reset_reason(session)
             if why:
                 await self._quiet_memory_turn(session, event)
                 await self.end(session, "session_reset")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agent_core.events import Usage
+from storage.types import GuardState
 
 __all__ = ["TurnTranscript"]
 
@@ -23,6 +24,10 @@ class TurnTranscript:
     usage: list[Usage] = field(default_factory=list)
     #: Usage of the model calls of this turn's subagents (`delegate_task`).
     delegated_usage: list[Usage] = field(default_factory=list)
+    #: Set once the usage so far was stored with the turn's reply (`append_with_final`):
+    #: the guard state from before it (what the compression check reads).
+    usage_stored: bool = False
+    guard: GuardState | None = None
 
     def delta(self, text: str) -> None:
         self.current.append(text)

@@ -10,7 +10,7 @@ from agent_core.events import Usage
 from gateway.metrics import GatewayMetrics
 from gateway.usage_tally import UsageTally
 from storage.ports import UsageLedger
-from storage.types import GuardState
+from storage.types import GuardState, UsageDelta
 
 __all__ = ["UsageRecorder"]
 
@@ -32,26 +32,50 @@ class UsageRecorder:
         turn's own last prompt) to the session (which started at `started_at`, for the
         dashboard's tally). Returns the compression guard state from before it (None when
         nothing was recorded). Must not raise."""
-        if not usage and not delegated:
+        delta = self.delta(usage, delegated)
+        if delta is None:
             return None
-        calls = [*usage, *delegated]
         stored = None
-        prompt = sum(x.prompt_tokens for x in calls)
-        completion = sum(x.completion_tokens for x in calls)
         try:
             stored = await self._ledger.add_usage(
                 session_id,
-                input_tokens=prompt,
-                output_tokens=completion,
-                cache_read_tokens=sum(x.cached_tokens for x in calls),
-                reasoning_tokens=sum(x.reasoning_tokens for x in calls),
-                api_calls=len(calls),
-                last_prompt_tokens=(usage[-1].prompt_tokens or None) if usage else None,
+                input_tokens=delta.input_tokens,
+                output_tokens=delta.output_tokens,
+                cache_read_tokens=delta.cache_read_tokens,
+                reasoning_tokens=delta.reasoning_tokens,
+                api_calls=delta.api_calls,
+                last_prompt_tokens=delta.last_prompt_tokens,
             )
-            if self._tally is not None and started_at is not None:
-                self._tally.usage_recorded(started_at, prompt, completion)
         except Exception as exc:  # noqa: BLE001 - the reply is out; only counters are lost
             log.warning("usage_not_recorded", session_id=session_id, error=type(exc).__name__)
-        if self._metrics is not None:
-            self._metrics.add_tokens(prompt=prompt, completion=completion)
+            self._count(delta, None)
+            return None
+        self._count(delta, started_at)
         return stored
+
+    @staticmethod
+    def delta(usage: Sequence[Usage], delegated: Sequence[Usage] = ()) -> UsageDelta | None:
+        """What `record` adds, for a caller that stores it with other writes
+        (`LiveTranscript.append_with_final`); None when there is nothing to add."""
+        if not usage and not delegated:
+            return None
+        calls = [*usage, *delegated]
+        return UsageDelta(
+            input_tokens=sum(x.prompt_tokens for x in calls),
+            output_tokens=sum(x.completion_tokens for x in calls),
+            cache_read_tokens=sum(x.cached_tokens for x in calls),
+            reasoning_tokens=sum(x.reasoning_tokens for x in calls),
+            api_calls=len(calls),
+            last_prompt_tokens=(usage[-1].prompt_tokens or None) if usage else None,
+        )
+
+    def stored_with_reply(self, delta: UsageDelta, started_at: float | None) -> None:
+        """`delta` was stored by the caller (with the turn's reply): count it in the metrics
+        and the dashboard's tally as `record` does."""
+        self._count(delta, started_at)
+
+    def _count(self, delta: UsageDelta, started_at: float | None) -> None:
+        if self._tally is not None and started_at is not None:
+            self._tally.usage_recorded(started_at, delta.input_tokens, delta.output_tokens)
+        if self._metrics is not None:
+            self._metrics.add_tokens(prompt=delta.input_tokens, completion=delta.output_tokens)

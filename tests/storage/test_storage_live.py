@@ -8,7 +8,15 @@ import asyncio
 import pytest
 from _storage_testlib import turn
 
-from storage import OutboxDraft, SessionNotFoundError, StateStore
+from storage import (
+    LiveCheck,
+    OutboxDraft,
+    Session,
+    SessionMovedError,
+    SessionNotFoundError,
+    StateStore,
+    UsageDelta,
+)
 from storage.sqlconn import Conn
 from storage.syncconn import SuspendedOperationError
 
@@ -96,15 +104,51 @@ async def test_append_and_read_errors_keep_the_hold(store: StateStore) -> None:
     assert (await store.append_and_read(s.id, []))[1:] == ([], [])
 
 
+async def test_append_and_read_under_a_live_check_writes_only_to_the_keys_live_session(
+        store: StateStore) -> None:
+    parent, child = await _rotated(store)
+    key = "fake:dm:c1"
+    # the remembered session was rotated: its tip is the key's live session, written to
+    session, history, ids = await store.append_and_read(
+        parent, [{"role": "user", "content": "q1"}], check=LiveCheck(key))
+    assert session.id == child and history[-1]["content"] == "q1" and len(ids) == 1
+    # refused by the caller's own test of the row as stored now: nothing written
+    seen: list[str] = []
+
+    def refuse(s: Session) -> bool:
+        seen.append(s.id)
+        return False
+
+    await store.inbound_hold("tg", "7", key, "{}")
+    with pytest.raises(SessionMovedError):
+        await store.append_and_read(child, [{"role": "user", "content": "q2"}],
+                                    release=[("tg", "7")], check=LiveCheck(key, refuse))
+    assert seen == [child]
+    assert (await store.get_session(child)).message_count == 2
+    assert [h.event_id for h in await store.inbound_held()] == ["7"]  # still held
+    # ended behind the caller's back (another process): refused, nothing written
+    await store.end_session(child, "archived")
+    with pytest.raises(SessionMovedError):
+        await store.append_and_read(child, [{"role": "user", "content": "q3"}],
+                                    check=LiveCheck(key))
+    # another session is the key's live one now: refused as well
+    newer = await store.create_session(source="fake", session_key=key)
+    with pytest.raises(SessionMovedError):
+        await store.append_and_read(parent, [{"role": "user", "content": "q4"}],
+                                    check=LiveCheck(key))
+    assert [m["content"] for m in await store.load_history(child)] == ["summary", "q1"]
+    assert await store.load_history(newer.id) == []
+
+
 async def test_append_with_final_records_the_reply_and_the_messages_in_one_transaction(
         store: StateStore) -> None:
     parent, child = await _rotated(store)
     draft = OutboxDraft(platform="tg", chat_id="1", text="late answer", session_id=parent,
                         chat_type="dm", reply_to="m9", preview_message_id="p1",
                         attachments=({"path": "/x.png"},), claimed_by="boot")
-    sid, ids, outbox_id = await store.append_with_final(parent, turn("q", "late answer"),
-                                                        draft)
-    assert sid == child and len(ids) == 2
+    sid, ids, outbox_id, guard = await store.append_with_final(parent, turn("q", "late answer"),
+                                                               draft)
+    assert sid == child and len(ids) == 2 and guard is None
     row = await store.outbox_get(outbox_id)
     assert (row.state, row.text, row.session_id, row.reply_to, row.preview_message_id,
             row.chat_type, row.attachments) == (
@@ -117,6 +161,28 @@ async def test_append_with_final_records_the_reply_and_the_messages_in_one_trans
     with pytest.raises(SessionNotFoundError):
         await store.append_with_final("missing", turn("q", "a"), draft)
     assert await store.outbox_latest_for_session("missing") is None
+
+
+async def test_the_turns_usage_goes_with_its_reply_to_the_session_written_to(
+        store: StateStore) -> None:
+    parent, child = await _rotated(store)
+    await store.update_guard(child, last_prompt_tokens=700)
+    draft = OutboxDraft(platform="tg", chat_id="1", text="answer", session_id=parent)
+    usage = UsageDelta(input_tokens=900, output_tokens=12, cache_read_tokens=100,
+                       reasoning_tokens=4, api_calls=2, last_prompt_tokens=600)
+    stored = await store.append_with_final(parent, turn("q", "answer"), draft, usage=usage)
+    assert stored.session_id == child
+    assert stored.guard is not None and stored.guard.last_prompt_tokens == 700  # before it
+    row = await store.get_session(child)
+    assert (row.input_tokens, row.output_tokens, row.cache_read_tokens, row.reasoning_tokens,
+            row.api_call_count, row.message_count) == (900, 12, 100, 4, 2, 3)
+    assert (await store.get_guard(child)).last_prompt_tokens == 600
+    assert (await store.get_session(parent)).input_tokens == 0  # not the ended parent
+    # a message that cannot be stored: neither the reply nor the usage is
+    with pytest.raises(ValueError):
+        await store.append_with_final(child, [{"content": "no role"}], draft, usage=usage)
+    assert (await store.get_session(child)).input_tokens == 900
+    assert (await store.outbox_get(stored.outbox_id)).text == "answer"
 
 
 async def test_add_usage_returns_the_guard_state_from_before(store: StateStore) -> None:

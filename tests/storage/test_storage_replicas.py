@@ -13,7 +13,7 @@ from _storage_testlib import FakeClock
 
 from storage import EventPendingError, FenceRejected, StateStore
 from storage.fencing import SessionFence, fenced
-from storage.types import OutboxDraft
+from storage.types import OutboxDraft, UsageDelta
 
 TTL = 10.0
 
@@ -103,12 +103,14 @@ async def test_a_fenced_turn_records_its_reply_and_its_messages_together_or_neit
     assert b.lease is not None and b.lease.takeover
     with fenced(fence), pytest.raises(FenceRejected):
         await store.append_with_final(sid, [{"role": "assistant", "content": "late"}], draft,
-                                      release=[("telegram", "1")])
+                                      release=[("telegram", "1")],
+                                      usage=UsageDelta(input_tokens=50, output_tokens=5))
     assert await store.load_history(sid) == []
+    assert (await store.get_session(sid)).input_tokens == 0  # its usage undone with it
     assert await store.outbox_latest_for_session(sid) is None
     assert [h.event_id for h in await store.inbound_held()] == ["1"]
     with fenced(SessionFence("k", "rb", b.lease.token)):
-        _, ids, outbox_id = await store.append_with_final(
+        _, ids, outbox_id, _ = await store.append_with_final(
             sid, [{"role": "assistant", "content": "answer"}],
             OutboxDraft(platform="telegram", chat_id="1", text="answer", session_id=sid,
                         claimed_by="rb"), release=[("telegram", "1")])
