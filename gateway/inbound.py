@@ -23,7 +23,7 @@ from gateway.pipeline.mention import MentionGate
 from gateway.ports import BasePlatformAdapter, Capabilities
 from gateway.principals import UserSpaces
 from gateway.sessions import SessionManager, session_key
-from gateway.sessions.inbox import EventNotHeldError
+from gateway.sessions.inbox import EventNotHeldError, payload_of
 from storage.errors import EventPendingError, StorageError
 from storage.ports import DedupLedger, PairingStore, Reachability
 
@@ -119,12 +119,15 @@ class InboundRouter:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.routed = 0
         self._ledger = _StoreLedger(store, boot_id)
+        self._authorize = Authorize(policy, PairingDesk(store), self._reply)
+        self._mention = MentionGate(require_mention)
         self._pipeline = Pipeline([
             drop_self_and_bots,
+            self._held_lane,
             Dedup(self._ledger),
             self._clear_unreachable,
-            Authorize(policy, PairingDesk(store), self._reply),
-            MentionGate(require_mention),
+            self._authorize,
+            self._mention,
             self._command_lane,
             self._route,
         ])
@@ -210,6 +213,36 @@ class InboundRouter:
         task = asyncio.create_task(coro, name=f"inbound-{kind}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _goes_straight_to_a_session(self, item: Inbound) -> bool:
+        """Known before any lookup to end in a session's line: a plain text message of an
+        allow-listed user (or a trusted adapter), addressed to the bot where that is
+        needed, in a chat not marked unreachable, on one gateway with a durable inbox."""
+        ev = item.event
+        return (self._ledger.boot_id is not None and self._manager.holds_in_inbox
+                and not ev.attachments and not ev.skipped and bool(ev.text.strip())
+                and self._authorize.admits_now(item) and self._mention.passes(item)
+                and not self._delivery.maybe_unreachable(ev.platform, ev.chat_id)
+                and self._parse(ev) is None)
+
+    async def _held_lane(self, item: Inbound, nxt: Next) -> None:
+        """The common event (`_goes_straight_to_a_session`) is recorded for dedup and held
+        for its session in one write; every other one goes through dedup, policy and the
+        command lane one step at a time."""
+        if not self._goes_straight_to_a_session(item):
+            await nxt()
+            return
+        ev = item.event
+        key = session_key(ev, group_sessions_per_user=self._per_user)
+        item.new = await self._ledger.record_and_hold(ev, key)
+        item.recorded = True
+        if not item.new:
+            item.drop("duplicate")
+            return
+        self.routed += 1
+        item.notes["routed"] = True  # held: its release settles the record
+        log.debug("inbound_routed", platform=ev.platform, event_id=ev.event_id, session_key=key)
+        await self._manager.dispatch(key, ev, held=True)
 
     async def _clear_unreachable(self, item: Inbound, nxt: Next) -> None:
         if self._delivery.maybe_unreachable(item.event.platform, item.event.chat_id):
@@ -325,22 +358,42 @@ class _StoreLedger:
 
     def __init__(self, store: DedupLedger, boot_id: str | None) -> None:
         self._store = store
-        self._boot_id = boot_id
+        self.boot_id = boot_id
         self._unsure: set[tuple[str, str]] = set()
 
     async def record_inbound(self, platform: str, event_id: str) -> bool:
-        key = (platform, event_id)
-        reclaim = key in self._unsure
-        # Taken out before the call: of two redeliveries at once, only one reclaims it.
-        self._unsure.discard(key)
+        reclaim = self._take_unsure(platform, event_id)
         try:
-            return await self._store.record_if_new(platform, event_id, claimed_by=self._boot_id,
+            return await self._store.record_if_new(platform, event_id, claimed_by=self.boot_id,
                                                    reclaim_own=reclaim)
         except EventPendingError:
             raise
         except Exception:
             self.reclaim_next(platform, event_id)
             raise
+
+    async def record_and_hold(self, event: MessageEvent, session_key: str) -> bool:
+        """`record_inbound` and, for a new event, its hold for `session_key` by this boot,
+        in one write (only with a boot id)."""
+        assert self.boot_id is not None
+        reclaim = self._take_unsure(event.platform, event.event_id)
+        try:
+            return await self._store.record_and_hold(
+                event.platform, event.event_id, session_key, payload_of(event),
+                claimed_by=self.boot_id, reclaim_own=reclaim)
+        except EventPendingError:
+            raise
+        except Exception:
+            self.reclaim_next(event.platform, event.event_id)
+            raise
+
+    def _take_unsure(self, platform: str, event_id: str) -> bool:
+        """Whether this delivery reclaims the record. Taken out before the call: of two
+        redeliveries at once, only one reclaims it."""
+        key = (platform, event_id)
+        reclaim = key in self._unsure
+        self._unsure.discard(key)
+        return reclaim
 
     def reclaim_next(self, platform: str, event_id: str) -> None:
         """The next delivery of this event reclaims its record (this process's attempt to

@@ -8,7 +8,7 @@ from storage.base import StoreBase
 from storage.sqlconn import Conn
 from storage.types import HeldEvent
 
-__all__ = ["InboxMixin", "release_on"]
+__all__ = ["InboxMixin", "hold_on", "release_on"]
 
 EventKey = tuple[str, str]  # (platform, event id)
 
@@ -23,6 +23,24 @@ async def release_on(conn: Conn, keys: Iterable[EventKey]) -> None:
             " AND (held IS NOT NULL OR claimed_by IS NOT NULL)", rows)
 
 
+async def hold_on(conn: Conn, platform: str, event_id: str, session_key: str, payload: str,
+                  claimed_by: str | None, now: float) -> bool:
+    """`InboxMixin.inbound_hold` inside the caller's transaction."""
+    place = ("nextval('inbound_held_seq')" if conn.dialect == "postgres" else
+             "(SELECT COALESCE(MAX(held_seq), 0) + 1 FROM inbound_events"
+             " WHERE held IS NOT NULL)")
+    cur = await conn.execute(
+        "INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
+        f" held, held_seq, claimed_by) VALUES (?, ?, ?, ?, ?, {place}, ?)"
+        " ON CONFLICT(platform, event_id) DO UPDATE SET session_key = excluded.session_key,"
+        " held = excluded.held, held_seq = COALESCE(inbound_events.held_seq,"
+        " excluded.held_seq), claimed_by = excluded.claimed_by"
+        " WHERE inbound_events.held IS NULL OR excluded.claimed_by IS NULL"
+        " OR inbound_events.claimed_by IS DISTINCT FROM excluded.claimed_by",
+        (platform, str(event_id), now, session_key, payload, claimed_by))
+    return cur.rowcount == 1
+
+
 class InboxMixin(StoreBase):
     async def inbound_hold(self, platform: str, event_id: str, session_key: str,
                            payload: str, *, claimed_by: str | None = None) -> bool:
@@ -33,19 +51,8 @@ class InboxMixin(StoreBase):
         session of that boot has it (exactly one path takes an event)."""
 
         async def op(conn: Conn) -> bool:
-            place = ("nextval('inbound_held_seq')" if conn.dialect == "postgres" else
-                     "(SELECT COALESCE(MAX(held_seq), 0) + 1 FROM inbound_events"
-                     " WHERE held IS NOT NULL)")
-            cur = await conn.execute(
-                "INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
-                f" held, held_seq, claimed_by) VALUES (?, ?, ?, ?, ?, {place}, ?)"
-                " ON CONFLICT(platform, event_id) DO UPDATE SET session_key = excluded.session_key,"
-                " held = excluded.held, held_seq = COALESCE(inbound_events.held_seq,"
-                " excluded.held_seq), claimed_by = excluded.claimed_by"
-                " WHERE inbound_events.held IS NULL OR excluded.claimed_by IS NULL"
-                " OR inbound_events.claimed_by IS DISTINCT FROM excluded.claimed_by",
-                (platform, str(event_id), self._clock(), session_key, payload, claimed_by))
-            return cur.rowcount == 1
+            return await hold_on(conn, platform, event_id, session_key, payload, claimed_by,
+                                 self._clock())
 
         return await self._write(op)
 

@@ -10,7 +10,7 @@ from storage.base import StoreBase
 from storage.codec import scrub
 from storage.errors import EventPendingError
 from storage.fencing import check_session_fence, current_fence
-from storage.inbox import EventKey
+from storage.inbox import EventKey, hold_on
 from storage.replicas import LIVE_REPLICAS
 from storage.sqlconn import Conn, Row
 from storage.types import OutboxDraft, OutboxItem
@@ -41,6 +41,45 @@ def _outbox(row: Row) -> OutboxItem:
     )
 
 
+async def _record_on(conn: Conn, platform: str, event_id: str, claimed_by: str | None,
+                     reclaim_own: bool, pending_s: float, now: float) -> bool | None:
+    """`record_if_new` inside the caller's transaction; None while another live replica's
+    claim stands (`EventPendingError` for the caller)."""
+    cur = await conn.execute(
+        "INSERT INTO inbound_events(platform, event_id, recorded_at, claimed_by)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (platform, str(event_id), now, claimed_by),
+    )
+    if cur.rowcount == 1:
+        return True
+    if claimed_by is None:
+        return False
+    # A claim of a live replica (another gateway on the same database) is not a
+    # dead boot's: that replica is still deciding the event's fate, for a while.
+    cur = await conn.execute(
+        "UPDATE inbound_events SET claimed_by = ?, recorded_at = ?"
+        " WHERE platform = ? AND event_id = ? AND held IS NULL"
+        " AND claimed_by IS NOT NULL AND ("
+        f" (claimed_by != ? AND (claimed_by NOT IN ({LIVE_REPLICAS})"
+        "  OR recorded_at < ?)) OR (claimed_by = ? AND ?))",
+        (claimed_by, now, platform, str(event_id), claimed_by, now, now - pending_s,
+         claimed_by, reclaim_own))
+    if cur.rowcount == 1:
+        return True
+    rows = await conn.execute_fetchall(
+        "SELECT claimed_by FROM inbound_events WHERE platform = ? AND event_id = ?"
+        " AND held IS NULL AND claimed_by IS NOT NULL AND claimed_by != ?",
+        (platform, str(event_id), claimed_by))
+    return None if rows else False
+
+
+def _pending_is_raised(new: bool | None, platform: str, event_id: str) -> bool:
+    if new is None:
+        raise EventPendingError(f"{platform} event {event_id} is being taken in by another"
+                                " replica")
+    return new
+
+
 class LedgersMixin(StoreBase):
     """Inbound events, outbox, cursors and unreachable chats."""
 
@@ -61,39 +100,38 @@ class LedgersMixin(StoreBase):
         recently: `EventPendingError` (that replica is still deciding; not acknowledged)."""
 
         async def op(conn: Conn) -> bool | None:
-            now = self._clock()
-            cur = await conn.execute(
-                "INSERT INTO inbound_events(platform, event_id, recorded_at, claimed_by)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (platform, str(event_id), now, claimed_by),
-            )
-            if cur.rowcount == 1:
-                return True
-            if claimed_by is None:
-                return False
-            # A claim of a live replica (another gateway on the same database) is not a
-            # dead boot's: that replica is still deciding the event's fate, for a while.
-            cur = await conn.execute(
-                "UPDATE inbound_events SET claimed_by = ?, recorded_at = ?"
-                " WHERE platform = ? AND event_id = ? AND held IS NULL"
-                " AND claimed_by IS NOT NULL AND ("
-                f" (claimed_by != ? AND (claimed_by NOT IN ({LIVE_REPLICAS})"
-                "  OR recorded_at < ?)) OR (claimed_by = ? AND ?))",
-                (claimed_by, now, platform, str(event_id), claimed_by, now, now - pending_s,
-                 claimed_by, reclaim_own))
-            if cur.rowcount == 1:
-                return True
-            rows = await conn.execute_fetchall(
-                "SELECT claimed_by FROM inbound_events WHERE platform = ? AND event_id = ?"
-                " AND held IS NULL AND claimed_by IS NOT NULL AND claimed_by != ?",
-                (platform, str(event_id), claimed_by))
-            return None if rows else False
+            return await _record_on(conn, platform, event_id, claimed_by, reclaim_own,
+                                    pending_s, self._clock())
 
-        new = await self._write(op)
-        if new is None:
-            raise EventPendingError(f"{platform} event {event_id} is being taken in by another"
-                                    " replica")
-        return new
+        return _pending_is_raised(await self._write(op), platform, event_id)
+
+    async def record_and_hold(self, platform: str, event_id: str, session_key: str,
+                              payload: str, *, claimed_by: str, reclaim_own: bool = False,
+                              pending_s: float = 30.0) -> bool:
+        """`record_if_new` and, when the event is new, `inbound_hold` for `session_key`, in
+        one transaction: an event already known to go to a session's line costs one write,
+        not two. True when it was new (recorded and now held), False for a repeat (nothing
+        changed); raises `EventPendingError` as `record_if_new` does.
+
+        `reclaim_own` also takes back an event this boot holds: its own attempt failed
+        after the commit stored record and hold (the reply was lost with the connection),
+        so no session of `claimed_by` has it, and start-up recovery of that boot never takes
+        what the boot itself claimed; as a repeat it would wait for the next start."""
+
+        async def op(conn: Conn) -> bool | None:
+            now = self._clock()
+            new = await _record_on(conn, platform, event_id, claimed_by, reclaim_own,
+                                   pending_s, now)
+            if new:
+                await hold_on(conn, platform, event_id, session_key, payload, claimed_by, now)
+            elif new is False and reclaim_own:
+                new = bool(await conn.execute_fetchall(
+                    "SELECT 1 FROM inbound_events WHERE platform = ? AND event_id = ?"
+                    " AND held IS NOT NULL AND claimed_by = ?",
+                    (platform, str(event_id), claimed_by)))
+            return new
+
+        return _pending_is_raised(await self._write(op), platform, event_id)
 
     async def inbound_settle(self, keys: Iterable[EventKey]) -> None:
         """The fate of these recorded events is decided without a hold (dropped by policy, a

@@ -294,6 +294,13 @@ class DedupLedger(Protocol):
         `EventPendingError` while another live replica takes it in (see the store)."""
         ...
 
+    async def record_and_hold(self, platform: str, event_id: str, session_key: str,
+                              payload: str, *, claimed_by: str, reclaim_own: bool = False,
+                              pending_s: float = 30.0) -> bool:
+        """`record_if_new` and, for a new event, its hold for `session_key`, in one
+        transaction: True when new (now held), False for a repeat."""
+        ...
+
     async def inbound_settle(self, keys: Iterable[EventKey]) -> None:
         """Recorded events whose fate is decided without a hold."""
         ...

@@ -20,14 +20,17 @@ class MentionGate:
     def __init__(self, require_mention: Callable[[str], bool]) -> None:
         self._required = require_mention
 
-    async def __call__(self, item: Inbound, nxt: Next) -> None:
+    def passes(self, item: Inbound) -> bool:
         ev = item.event
-        if (
+        return not (
             ev.is_group
             and not item.capabilities.trusted_auth
             and self._required(ev.platform)
             and not (ev.mentions_bot or ev.reply_to_bot)
-        ):
+        )
+
+    async def __call__(self, item: Inbound, nxt: Next) -> None:
+        if not self.passes(item):
             item.drop("not_mentioned")
             return
         await nxt()

@@ -110,6 +110,12 @@ class SessionManager:
         sink on the owner)."""
         return self._ownership is not None
 
+    @property
+    def holds_in_inbox(self) -> bool:
+        """Live events are held in this process's durable inbox (one gateway, not replicas):
+        the inbound path may record and hold an event in one write (`dispatch(held=True)`)."""
+        return self._inbox is not None and self._ownership is None
+
     def get(self, key: str) -> SessionWorker | None:
         return self._workers.get(key)
 
@@ -152,7 +158,8 @@ class SessionManager:
         return replayed
 
     # -- intake --------------------------------------------------------------------------
-    async def dispatch(self, key: str, event: MessageEvent, *, recovered: bool = False) -> str:
+    async def dispatch(self, key: str, event: MessageEvent, *, recovered: bool = False,
+                       held: bool = False) -> str:
         """Queue `event` for session `key`; returns "started", "queued", "merged" (a burst
         follow-up: the running turn restarts with it), "steered", "full", "closing",
         "parked" (intake not open yet: replayed by `open_intake`) or "taken" (recovery of this
@@ -162,11 +169,11 @@ class SessionManager:
         closing: it is answered after the restart); when that hold fails it raises
         `EventNotHeldError` and queues nothing (the platform delivers it again). `recovered`
         events (start-up recovery) are already accounted for: they are queued in order, with
-        no busy handling."""
+        no busy handling. A `held` event was held for `key` by the inbound path with its
+        dedup record, by this boot (only where `holds_in_inbox`)."""
         if self._ownership is not None and not recovered:
             return await self._dispatch_owned(key, event, self._ownership)
-        held = False
-        if not recovered and self._inbox is not None:
+        if not held and not recovered and self._inbox is not None:
             took = await self._inbox.take(key, event)
             if took == "taken":  # start-up recovery of this boot already queued it
                 log.info("inbound_already_taken", session_key=key)

@@ -12,30 +12,48 @@ import pytest
 from gateway.events import MessageEvent, UserRef
 from tests.gateway.runtime_harness import runner_for
 
+#: The two ways an event is recorded: a plain message of an allow-listed user is recorded
+#: and held for its session in one write (`record_and_hold`); any other event (here: a user
+#: let in by pairing, which needs a lookup) is recorded first (`record_if_new`) and held by
+#: the session lane after the policy steps.
+LANES = {"held": ("u1", "record_and_hold"), "stepwise": ("u9", "record_if_new")}
 
+
+async def _user_of(lane: str, store) -> UserRef:  # type: ignore[no-untyped-def]
+    user_id, _ = LANES[lane]
+    if lane == "stepwise":
+        code = await store.create_pairing_code("fake", user_id, display="paired")
+        assert await store.approve_pairing_code("fake", code) is not None
+    return UserRef(id=user_id)
+
+
+@pytest.mark.parametrize("lane", LANES)
 async def test_event_storage_could_not_record_is_refused_and_redelivery_answered(
-        tmp_path, model):
+        tmp_path, model, lane):
     async with runner_for(tmp_path, model) as (runner, fake):
         store = runner.store
-        real = store.record_if_new
+        method = LANES[lane][1]
+        real = getattr(store, method)
         failures = [sqlite3.OperationalError("database or disk is full")]
 
-        async def full_disk(platform: str, event_id: str, **kw: object) -> bool:
+        async def full_disk(platform: str, event_id: str, *a: object, **kw: object) -> bool:
             if failures:
                 raise failures.pop()
-            return await real(platform, event_id, **kw)  # type: ignore[arg-type]
+            return await real(platform, event_id, *a, **kw)  # type: ignore[arg-type,no-any-return]
 
-        store.record_if_new = full_disk  # type: ignore[method-assign]
+        setattr(store, method, full_disk)
         event = MessageEvent(platform="fake", event_id="e-full", chat_id="c1",
-                             user=UserRef(id="u1"), text="are you there")
+                             user=await _user_of(lane, store), text="are you there")
         with pytest.raises(sqlite3.OperationalError):
             await runner.parts.inbound.emit(event)  # the adapter must not acknowledge it
+        assert not failures  # the lane under test took it
         assert await runner.parts.inbound.emit(event) is True  # the platform's redelivery
         await fake.wait_for(lambda: fake.messages("c1") == ["echo: are you there"], 10)
 
 
+@pytest.mark.parametrize("lane", LANES)
 async def test_a_record_whose_commit_reply_was_lost_is_answered_on_redelivery(
-        tmp_path, model):
+        tmp_path, model, lane):
     """Found by the chaos suite's replica mode (seed 2021, the database cut off): the
     commit of the dedup record reached PostgreSQL but its reply was lost with the
     connection, so the router refused the event (no ack) while the record was stored; Slack
@@ -44,18 +62,20 @@ async def test_a_record_whose_commit_reply_was_lost_is_answered_on_redelivery(
 
     async with runner_for(tmp_path, model) as (runner, fake):
         store = runner.store
-        real = store.record_if_new
+        method = LANES[lane][1]
+        real = getattr(store, method)
         lost = [StorageBusyError("database connection lost while committing")]
 
-        async def commit_reply_lost(platform: str, event_id: str, **kw: object) -> bool:
-            stored = await real(platform, event_id, **kw)  # type: ignore[arg-type]
+        async def commit_reply_lost(platform: str, event_id: str, *a: object,
+                                    **kw: object) -> bool:
+            stored: bool = await real(platform, event_id, *a, **kw)
             if lost:
                 raise lost.pop()
             return stored
 
-        store.record_if_new = commit_reply_lost  # type: ignore[method-assign]
+        setattr(store, method, commit_reply_lost)
         event = MessageEvent(platform="fake", event_id="e-lost", chat_id="c1",
-                             user=UserRef(id="u1"), text="still there")
+                             user=await _user_of(lane, store), text="still there")
         with pytest.raises(StorageBusyError):
             await runner.parts.inbound.emit(event)  # refused: the platform sends it again
         assert await runner.parts.inbound.emit(event) is True
@@ -66,26 +86,29 @@ async def test_a_record_whose_commit_reply_was_lost_is_answered_on_redelivery(
         assert texts == ["still there", "echo: still there"]
 
 
+@pytest.mark.parametrize("lane", LANES)
 async def test_two_redeliveries_at_once_after_a_lost_commit_reply_make_one_turn(
-        tmp_path, model):
+        tmp_path, model, lane):
     """Only one of two redeliveries arriving together reclaims the record of a failed
     attempt; the other is a repeat."""
     from storage import StorageBusyError
 
     async with runner_for(tmp_path, model) as (runner, fake):
         store = runner.store
-        real = store.record_if_new
+        method = LANES[lane][1]
+        real = getattr(store, method)
         lost = [StorageBusyError("database connection lost while committing")]
 
-        async def commit_reply_lost(platform: str, event_id: str, **kw: object) -> bool:
-            stored = await real(platform, event_id, **kw)  # type: ignore[arg-type]
+        async def commit_reply_lost(platform: str, event_id: str, *a: object,
+                                    **kw: object) -> bool:
+            stored: bool = await real(platform, event_id, *a, **kw)
             if lost:
                 raise lost.pop()
             return stored
 
-        store.record_if_new = commit_reply_lost  # type: ignore[method-assign]
+        setattr(store, method, commit_reply_lost)
         event = MessageEvent(platform="fake", event_id="e-twice", chat_id="c1",
-                             user=UserRef(id="u1"), text="once please")
+                             user=await _user_of(lane, store), text="once please")
         with pytest.raises(StorageBusyError):
             await runner.parts.inbound.emit(event)
         got = await asyncio.gather(runner.parts.inbound.emit(event),
@@ -117,7 +140,7 @@ async def test_an_event_recorded_but_not_held_is_refused_and_its_redelivery_answ
 
         store.inbound_hold = hold_fails  # type: ignore[method-assign]
         event = MessageEvent(platform="fake", event_id="e-unheld", chat_id="c1",
-                             user=UserRef(id="u1"), text="hold me")
+                             user=await _user_of("stepwise", store), text="hold me")
         with pytest.raises(EventNotHeldError):
             await runner.parts.inbound.emit(event)  # the adapter must not acknowledge it
         await asyncio.sleep(0.3)
@@ -138,8 +161,6 @@ async def test_an_event_not_held_before_a_stop_is_taken_in_by_the_next_start(
     the next process, a new boot, takes the redelivery in as new."""
     from gateway.sessions.inbox import EventNotHeldError
 
-    event = MessageEvent(platform="fake", event_id="e-stop", chat_id="c1",
-                         user=UserRef(id="u1"), text="after the restart")
     async with runner_for(tmp_path, model) as (runner, _fake):
         store = runner.store
 
@@ -148,6 +169,8 @@ async def test_an_event_not_held_before_a_stop_is_taken_in_by_the_next_start(
             raise StoreClosedError("the store is closed")
 
         store.inbound_hold = store_closing  # type: ignore[method-assign]
+        event = MessageEvent(platform="fake", event_id="e-stop", chat_id="c1",
+                             user=await _user_of("stepwise", store), text="after the restart")
         with pytest.raises(EventNotHeldError):
             await runner.parts.inbound.emit(event)
     async with runner_for(tmp_path, model) as (runner, fake):
@@ -239,3 +262,19 @@ async def _first_then_second(fake, model, *, timeout_s: float) -> None:
 
 def _echoes(fake) -> list[str]:
     return [m for m in fake.messages("c1") if m.startswith("echo")]
+
+
+@pytest.mark.parametrize("lane", LANES)
+async def test_one_event_delivered_twice_at_once_makes_one_turn(tmp_path, model, lane):
+    """Two paths, one event: a webhook retry racing the original (or a re-poll) on either
+    lane; one is new, the other a repeat, and the chat gets one answer."""
+    async with runner_for(tmp_path, model) as (runner, fake):
+        event = MessageEvent(platform="fake", event_id="e-race", chat_id="c1",
+                             user=await _user_of(lane, runner.store), text="only once")
+        got = await asyncio.gather(runner.parts.inbound.emit(event),
+                                   runner.parts.inbound.emit(event))
+        assert sorted(got) == [False, True]
+        await fake.wait_for(lambda: fake.messages("c1") == ["echo: only once"], 10)
+        await asyncio.sleep(0.3)
+        assert fake.messages("c1") == ["echo: only once"]
+        assert await runner.store.inbound_held_count() == 0

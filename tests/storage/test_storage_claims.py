@@ -58,6 +58,47 @@ async def test_a_record_cut_off_before_its_hold_counts_as_new_for_another_boot(
     assert not await store.record_if_new("slack", "e2", claimed_by="boot-b")
 
 
+async def test_record_and_hold_records_and_holds_a_new_event_in_one_write(
+        store: StateStore, clock: FakeClock) -> None:
+    await store.inbound_hold("telegram", "0", "k", "earlier", claimed_by="boot-a")
+    clock.advance(1)
+    assert await store.record_and_hold("telegram", "1", "k", "first", claimed_by="boot-a")
+    held = await store.inbound_held()
+    assert [(h.event_id, h.session_key, h.payload) for h in held] == [
+        ("0", "k", "earlier"), ("1", "k", "first")]  # at the end of the line
+    # a repeat: nothing changes (not re-held, its payload kept), for this boot or another
+    assert not await store.record_and_hold("telegram", "1", "k", "again", claimed_by="boot-a")
+    assert not await store.record_and_hold("telegram", "1", "k", "again", claimed_by="boot-b")
+    assert not await store.record_if_new("telegram", "1", claimed_by="boot-b")
+    assert [h.payload for h in await store.inbound_held()] == ["earlier", "first"]
+    # start-up recovery of this boot does not take it (its session has it); a later boot's does
+    assert await store.inbound_claim_held("boot-a") == []
+    # released with its message: a plain dedup record, a repeat from then on
+    await store.inbound_release([("telegram", "1")])
+    assert not await store.record_and_hold("telegram", "1", "k", "late", claimed_by="boot-a")
+    assert [h.event_id for h in await store.inbound_held()] == ["0"]
+
+
+async def test_record_and_hold_takes_back_its_own_boots_event_when_its_attempt_failed(
+        store: StateStore) -> None:
+    """The commit stored record and hold but its reply was lost: this boot's retry
+    (`reclaim_own`) takes it as new; any other delivery is a repeat."""
+    assert await store.record_and_hold("slack", "e1", "k", "p", claimed_by="boot-a")
+    assert not await store.record_and_hold("slack", "e1", "k", "p", claimed_by="boot-a")
+    assert await store.record_and_hold("slack", "e1", "k", "p", claimed_by="boot-a",
+                                       reclaim_own=True)
+    assert not await store.record_and_hold("slack", "e1", "k", "p", claimed_by="boot-b",
+                                           reclaim_own=True)  # not its own claim
+    assert [h.event_id for h in await store.inbound_held()] == ["e1"]  # held once
+    # a record cut off before its hold (a dead boot's claim) is taken and held now
+    assert await store.record_if_new("slack", "e2", claimed_by="boot-a")
+    assert await store.record_and_hold("slack", "e2", "k", "q", claimed_by="boot-b")
+    assert [(h.event_id, h.payload) for h in await store.inbound_held()] == [
+        ("e1", "p"), ("e2", "q")]
+    assert await store.inbound_claim_held("boot-b") == [
+        h for h in await store.inbound_held() if h.event_id == "e1"]
+
+
 async def test_a_settled_record_stays_a_repeat_for_the_next_boot(store: StateStore) -> None:
     assert await store.record_if_new("discord", "c1", claimed_by="boot-a")
     assert await store.record_if_new("discord", "c2", claimed_by="boot-a")
