@@ -32,6 +32,7 @@ from gateway.sessions.worker import MERGE_REASON
 from gateway.turns.builder import AgentBuilder
 from gateway.turns.inputs import is_rerun, rerun_id, sync_memory, with_images
 from gateway.turns.lines import progress_line, subtasks_line
+from gateway.turns.opening import TurnOpening
 from gateway.turns.ports import (
     CompressionHook,
     FinishedTurn,
@@ -43,7 +44,7 @@ from gateway.turns.steering import SteerDesk, Steering
 from gateway.turns.transcript import TurnTranscript
 from gateway.turns.usage import UsageRecorder
 from hermes_common.backoff import Backoff
-from storage.errors import FenceRejected, SessionMovedError
+from storage.errors import FenceRejected
 from storage.fencing import current_fence
 from storage.types import Session
 
@@ -102,6 +103,8 @@ class TurnService:
         self._background: set[asyncio.Task[Any]] = set()
         #: Session key → the task describing its last turn's images for the history.
         self._describing: dict[str, asyncio.Task[None]] = {}
+        self._opening = TurnOpening(store, sessions, delivery, compression,
+                                    settings.compression_wait_s)
 
     async def aclose(self) -> None:
         """Cancel the image descriptions still running (their messages keep their image
@@ -209,8 +212,8 @@ class TurnService:
         # there, so no lookup first) when it is remembered.
         quick = bool(fresh) and (describing is None or describing.done())
         remembered = self.sessions.known(key) if quick else None
-        sid = remembered or await self._resolve(key, last, target)
-        await self._compression_settled(sid)
+        sid = remembered or await self._opening.resolve(key, last, target)
+        await self._opening.compression_settled(sid)
         # A compression may have rotated the session meanwhile: the store follows it to the
         # tip (the reset policy is not applied a second time; it would reset the new child).
         images: dict[int, list[dict[str, Any]]] = {}  # message id -> this turn's image parts
@@ -222,7 +225,7 @@ class TurnService:
                 await self._delivery.notify(target, note)
             spoke = understood.spoke
             if quick:
-                session, history, ids = await self._append_first(
+                session, history, ids = await self._opening.append_first(
                     key, last, target, sid, understood.message, fresh, known=remembered is not None)
                 read = session, history
             else:
@@ -256,42 +259,6 @@ class TurnService:
             log.debug("turn_started", session_key=key, session_id=session.id, events=len(events))
             return await self._run_agent(session, history, target, interrupt, key=key,
                                          finished=finished, spoke=spoke, describe=describe)
-
-    async def _resolve(self, key: str, last: MessageEvent, target: ReplyTarget) -> str:
-        """Look the key's live session up (the reset policy applied; created when missing),
-        telling the user when the policy started a new one."""
-        session, notice = await self.sessions.resolve(key, last)
-        if notice:
-            await self._delivery.notify(target, notice)
-        return session.id
-
-    async def _compression_settled(self, session_id: str) -> None:
-        if self._compression is not None and not await self._compression.wait_idle(
-                session_id, self._s.compression_wait_s):
-            log.info("turn_proceeds_uncompressed", session_id=session_id)
-
-    async def _append_first(self, key: str, last: MessageEvent, target: ReplyTarget,
-                            sid: str, message: dict[str, Any], fresh: list[MessageEvent],
-                            *, known: bool) -> tuple[Session, list[dict[str, Any]], list[int]]:
-        """Store the turn's message (its events' holds let go) and read the history, in one
-        transaction. A remembered session (`known`) is written under the resolver's live
-        check; when that refuses it (another session is live for the key now, or the reset
-        policy ends it), the key is resolved as usual and the write goes there."""
-        release = event_keys(fresh)
-        if known:
-            try:
-                stored = await self._store.append_and_read(
-                    sid, [message], release=release, check=self.sessions.live_check(key))
-            except SessionMovedError:
-                log.debug("turn_session_moved", session_key=key, session_id=sid)
-                sid = await self._resolve(key, last, target)
-                await self._compression_settled(sid)
-            else:
-                self.sessions.remember(key, stored[0].id)
-                return stored
-        stored = await self._store.append_and_read(sid, [message], release=release)
-        self.sessions.remember(key, stored[0].id)
-        return stored
 
     async def _described(self, key: str) -> None:
         """Wait (bounded) for the previous turn's images to be described for the history."""
