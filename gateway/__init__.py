@@ -1,7 +1,8 @@
 """Hermes Gateway: the daemon, its configuration, profiles and command line."""
 
-from hermes_common.lean import hide_rich_from_structlog
+from hermes_common.lean import hide_rich_from_structlog, skip_pydantic_plugin_scan
 
 hide_rich_from_structlog()  # structlog, when first imported, skips rich (start-up time)
+skip_pydantic_plugin_scan()  # no pydantic plugins: their entry-point scan is skipped
 
 __version__ = "0.1.0"

@@ -13,13 +13,14 @@ neither).
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
-__all__ = ["hide_rich_from_structlog"]
+__all__ = ["hide_rich_from_structlog", "skip_pydantic_plugin_scan"]
 
 
 class _HidingLoader:
@@ -64,3 +65,11 @@ def hide_rich_from_structlog() -> None:
         return
     if not any(isinstance(f, _StructlogFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _StructlogFinder())
+
+
+def skip_pydantic_plugin_scan() -> None:
+    """pydantic looks for plugins (entry points of every installed distribution: ~16 ms on
+    a slow host, at the first model it builds) unless `PYDANTIC_DISABLE_PLUGINS` says not
+    to; we use none. A deployment that does (an observability plugin) sets the variable
+    itself, to the empty string for all of them: it is only defaulted here."""
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")

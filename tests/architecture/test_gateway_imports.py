@@ -52,3 +52,21 @@ def test_the_model_sdk_loads_with_the_first_turn(tmp_path: Path) -> None:
     assert got["ready"] == [], f"a started gateway imported {got['ready']}"
     assert got["chat"] == ["Hello there."]
     assert got["after_turn"] == ["openai"]  # the turn needed the SDK, and nothing else
+
+
+def test_pydantic_skips_its_plugin_scan_unless_the_deployment_asks_for_plugins() -> None:
+    """The scan reads the entry points of every installed distribution at the first model
+    built (start-up time); a deployment with a pydantic plugin keeps it by setting the
+    variable itself."""
+    root = Path(__file__).resolve().parents[2]
+    probe = ("import os, gateway.config.models; "
+             "print(repr(os.environ.get('PYDANTIC_DISABLE_PLUGINS')))")
+    base = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    for given, expected in ((None, "'__all__'"), ("", "''")):
+        env = {**base, "PYTHONPATH": str(root)}
+        if given is not None:
+            env["PYDANTIC_DISABLE_PLUGINS"] = given
+        out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True,
+                             text=True, timeout=60, env=env)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.split()[0] == expected
