@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from storage.base import StoreBase
-from storage.sqlconn import Conn
+from storage.sqlconn import Conn, Dialect
 from storage.types import HeldEvent
 
-__all__ = ["InboxMixin", "hold_on", "release_on"]
+__all__ = ["InboxMixin", "hold_on", "next_held_place", "release_on"]
 
 EventKey = tuple[str, str]  # (platform, event id)
 
@@ -23,12 +23,16 @@ async def release_on(conn: Conn, keys: Iterable[EventKey]) -> None:
             " AND (held IS NOT NULL OR claimed_by IS NOT NULL)", rows)
 
 
+def next_held_place(dialect: Dialect) -> str:
+    """SQL for the place in line of an event held now: after every event held so far."""
+    return ("nextval('inbound_held_seq')" if dialect == "postgres" else
+            "(SELECT COALESCE(MAX(held_seq), 0) + 1 FROM inbound_events WHERE held IS NOT NULL)")
+
+
 async def hold_on(conn: Conn, platform: str, event_id: str, session_key: str, payload: str,
                   claimed_by: str | None, now: float) -> bool:
     """`InboxMixin.inbound_hold` inside the caller's transaction."""
-    place = ("nextval('inbound_held_seq')" if conn.dialect == "postgres" else
-             "(SELECT COALESCE(MAX(held_seq), 0) + 1 FROM inbound_events"
-             " WHERE held IS NOT NULL)")
+    place = next_held_place(conn.dialect)
     cur = await conn.execute(
         "INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
         f" held, held_seq, claimed_by) VALUES (?, ?, ?, ?, ?, {place}, ?)"

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from storage.base import StoreBase
+from storage.inbox import next_held_place
 from storage.sqlconn import Conn, Row
 from storage.types import (
     Admission,
@@ -274,9 +275,7 @@ class ReplicasMixin(StoreBase):
 
         async def op(conn: Conn) -> Admission:
             now = self._clock()
-            place = ("nextval('inbound_held_seq')" if conn.dialect == "postgres" else
-                     "(SELECT COALESCE(MAX(held_seq), 0) + 1 FROM inbound_events"
-                     " WHERE held IS NOT NULL)")
+            place = next_held_place(conn.dialect)
             cur = await conn.execute(
                 "INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
                 f" held, held_seq, claimed_by) VALUES (?, ?, ?, ?, ?, {place}, NULL)"

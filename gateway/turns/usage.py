@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 
 import structlog
 
@@ -37,15 +38,7 @@ class UsageRecorder:
             return None
         stored = None
         try:
-            stored = await self._ledger.add_usage(
-                session_id,
-                input_tokens=delta.input_tokens,
-                output_tokens=delta.output_tokens,
-                cache_read_tokens=delta.cache_read_tokens,
-                reasoning_tokens=delta.reasoning_tokens,
-                api_calls=delta.api_calls,
-                last_prompt_tokens=delta.last_prompt_tokens,
-            )
+            stored = await self._ledger.add_usage(session_id, **asdict(delta))
         except Exception as exc:  # noqa: BLE001 - the reply is out; only counters are lost
             log.warning("usage_not_recorded", session_id=session_id, error=type(exc).__name__)
             self._count(delta, None)
