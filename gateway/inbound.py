@@ -375,7 +375,8 @@ class _StoreLedger:
     async def record_and_hold(self, event: MessageEvent, session_key: str) -> bool:
         """`record_inbound` and, for a new event, its hold for `session_key` by this boot,
         in one write (only with a boot id)."""
-        assert self.boot_id is not None
+        if self.boot_id is None:
+            raise RuntimeError("record_and_hold needs this process's boot id")
         reclaim = self._take_unsure(event.platform, event.event_id)
         try:
             return await self._store.record_and_hold(
