@@ -32,35 +32,39 @@ log = structlog.get_logger("gateway.process")
 
 def settle_heap() -> None:
     """Once started: collect, then freeze what survived (modules, classes, the SDKs' type
-    tables: ~100k objects) so later full collections walk only what serving created. Without
+    tables: ~100k objects) so later collections walk only what serving created. Without
     this a full collection of a long-running gateway stalled the event loop for ~90 ms.
 
-    From then on every full collection also freezes its survivors. The heap that serving
-    builds (a parked worker, its task, timer and rate budget per live chat: ~50 objects each)
-    is otherwise walked again by every full collection: with 1,000 live chats each one
-    stalled the loop 20-100 ms, several times a minute under load, and those stalls were the
-    p99 of the latency the gateway adds. Cyclic garbage among frozen objects is reclaimed by
-    `resettle_heap()` (housekeeping, hourly); what refcounting frees is freed at once.
-
-    The youngest generation is collected every `YOUNG_THRESHOLD` net allocations instead of
-    every 700: a turn allocates thousands of short-lived containers (SDK models, request
-    dicts, log records) that refcounting frees anyway, and at 700 the collector ran about
-    every third event (0.65 ms of CPU per event in `bench_gateway`'s counters; 0.1 ms at
-    5,000)."""
+    From then on the survivors of every collection of the middle generation are frozen too,
+    and that generation is collected with every young one. A collection's pause grows with
+    the objects it walks, scattered over the heap (about 1.4 us each on a slow host), and at
+    1,000 chats in flight their turns hold 100-250k live objects: walked by every full
+    collection (4 a run of 10,000 events, 200-370 ms each) and by the middle generation
+    every 50,000 allocations (~100 ms each). Now a young collection walks at most the last
+    `YOUNG_THRESHOLD` allocations and the survivors of the one before (a few ms), and an
+    object that lived through two of them is left to refcounting, which frees what a turn
+    let go of. The message path makes no cyclic garbage (its one cycle, in the inbound
+    chain, is gone: `tests/gateway/test_pipeline_chain.py`); cycles that do end up frozen
+    are reclaimed by `resettle_heap()` (housekeeping, hourly: the one walk of the whole
+    heap)."""
     global _thresholds
     if _freeze_survivors not in gc.callbacks:
         gc.callbacks.append(_freeze_survivors)
         _thresholds = gc.get_threshold()
-        gc.set_threshold(YOUNG_THRESHOLD, *_thresholds[1:])
+        gc.set_threshold(YOUNG_THRESHOLD, 1, *_thresholds[2:])
     gc.collect()  # the callback freezes what survived
 
 
-YOUNG_THRESHOLD = 5000
+#: Net allocations between young collections (700 by default: at 5,000 the collector ran
+#: a seventh as often per event; at 2,000 each young pause stays at a few ms at 1,000 chats).
+YOUNG_THRESHOLD = 2000
+#: Survivors of a collection of this generation or older are frozen (see `settle_heap`).
+FREEZE_FROM_GENERATION = 1
 _thresholds: tuple[int, ...] | None = None
 
 
 def _freeze_survivors(phase: str, info: dict[str, int]) -> None:
-    if phase == "stop" and info.get("generation") == 2:
+    if phase == "stop" and info.get("generation", 0) >= FREEZE_FROM_GENERATION:
         gc.freeze()
 
 

@@ -1,12 +1,13 @@
-"""The daemon's heap settling (`gateway.process`): full collections freeze their survivors, so
-the next one walks only what is new; the hourly resettle reclaims cycles among the frozen."""
+"""The daemon's heap settling (`gateway.process`): collections of the middle generation (and
+full ones) freeze their survivors, so the next one walks only what is new; the hourly resettle
+reclaims cycles among the frozen."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
-from gateway.process import resettle_heap, settle_heap, unsettle_heap
+from gateway.process import YOUNG_THRESHOLD, resettle_heap, settle_heap, unsettle_heap
 
 
 class Node:
@@ -49,12 +50,33 @@ def test_without_settling_nothing_is_frozen_and_there_is_nothing_to_resettle() -
     assert resettle_heap() is None
 
 
+def test_a_cycle_that_dies_young_is_collected_and_one_that_lived_through_two_waits() -> None:
+    settle_heap()
+    try:
+        a, b = _cycle()
+        young = weakref.ref(a)
+        del a, b
+        gc.collect(1)  # the middle generation with the young one: what died is reclaimed
+        assert young() is None
+        c, d = _cycle()
+        old = weakref.ref(c)
+        gc.collect(1)  # it lived through this one: frozen, no collection walks it again
+        assert not any(o is c for o in gc.get_objects())
+        del c, d
+        gc.collect(1)
+        gc.collect()
+        assert old() is not None  # left to refcounting, which cannot free a cycle ...
+        resettle_heap()
+        assert old() is None  # ... until the hourly resettle
+    finally:
+        unsettle_heap()
+
+
 def test_settling_collects_the_young_generation_less_often_and_unsettling_restores_it() -> None:
     before = gc.get_threshold()
     settle_heap()
     try:
-        assert gc.get_threshold()[0] == 5000
-        assert gc.get_threshold()[1:] == before[1:]
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, 1, before[2])
         settle_heap()  # twice: still restorable to what it was before the first
     finally:
         unsettle_heap()
