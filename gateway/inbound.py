@@ -236,6 +236,11 @@ class InboundRouter:
         key = session_key(ev, group_sessions_per_user=self._per_user)
         item.new = await self._ledger.record_and_hold(ev, key)
         item.recorded = True
+        if item.new and self._manager.taken_by_recovery(ev):
+            # Taken back after a failed attempt (`reclaim_own`), but the claim of this boot
+            # on it is recovery's, which queued it already: a repeat, as on the other lane.
+            log.info("inbound_already_taken", session_key=key)
+            item.new = False
         if not item.new:
             item.drop("duplicate")
             return

@@ -53,6 +53,7 @@ class DurableInbox:
         self._store = store
         self.boot_id = boot_id or uuid.uuid4().hex
         self._tasks: set[asyncio.Task[None]] = set()
+        self._recovered: set[tuple[str, str]] = set()  # what start-up recovery claimed
 
     async def take(self, key: str, event: MessageEvent) -> HoldOutcome:
         """Hold and claim `event` for session `key`: "held" (durable now), "taken" (a
@@ -95,7 +96,14 @@ class DurableInbox:
         """Claim for this boot, in one transaction, the held events no session of this boot
         has taken (those an earlier process was holding), in order, as `held()` returns
         them. Events the live path of this boot holds are never among them."""
-        return await self._parse(await self._store.inbound_claim_held(self.boot_id))
+        rows = await self._store.inbound_claim_held(self.boot_id)
+        self._recovered.update((h.platform, h.event_id) for h in rows)
+        return await self._parse(rows)
+
+    def recovered(self, platform: str, event_id: str) -> bool:
+        """Whether start-up recovery of this boot claimed this event (`claim_held`): its
+        claim then reads like one of this boot's live path, and only this tells them apart."""
+        return (platform, event_id) in self._recovered
 
     async def _parse(self, rows: list[HeldEvent]) -> list[tuple[str, MessageEvent, float]]:
         out: list[tuple[str, MessageEvent, float]] = []

@@ -116,6 +116,10 @@ class SessionManager:
         the inbound path may record and hold an event in one write (`dispatch(held=True)`)."""
         return self._inbox is not None and self._ownership is None
 
+    def taken_by_recovery(self, event: MessageEvent) -> bool:
+        """Start-up recovery of this boot claimed and queued `event` (see `DurableInbox`)."""
+        return self._inbox is not None and self._inbox.recovered(event.platform, event.event_id)
+
     def get(self, key: str) -> SessionWorker | None:
         return self._workers.get(key)
 

@@ -278,3 +278,37 @@ async def test_one_event_delivered_twice_at_once_makes_one_turn(tmp_path, model,
         await asyncio.sleep(0.3)
         assert fake.messages("c1") == ["echo: only once"]
         assert await runner.store.inbound_held_count() == 0
+
+
+async def test_a_failed_attempt_does_not_take_back_what_recovery_of_this_boot_took(
+        tmp_path, model):
+    """Two paths, one event: start-up recovery claimed an event an earlier process held
+    (and queues it), then the platform's redelivery of it failed once to be recorded. The
+    next redelivery takes back only an event this boot's live path held; this one is
+    recovery's, and a repeat (it would otherwise be queued, and answered, twice)."""
+    from gateway.sessions.inbox import payload_of
+    from storage import StorageBusyError
+
+    async with runner_for(tmp_path, model) as (runner, fake):
+        store = runner.store
+        event = MessageEvent(platform="fake", event_id="e-recovered", chat_id="c1",
+                             user=UserRef(id="u1"), text="from before the restart")
+        assert await store.inbound_hold("fake", "e-recovered", "fake:dm:c1",
+                                        payload_of(event), claimed_by="a-dead-boot")
+        [(_, claimed, _)] = await runner.parts.inbox.claim_held()  # recovery's own claim
+        assert claimed.event_id == "e-recovered"
+        real = store.record_and_hold
+        failures = [StorageBusyError("database connection lost while committing")]
+
+        async def fails_once(*a: object, **kw: object) -> bool:
+            if failures:
+                raise failures.pop()
+            return await real(*a, **kw)  # type: ignore[arg-type,no-any-return]
+
+        store.record_and_hold = fails_once  # type: ignore[method-assign]
+        with pytest.raises(StorageBusyError):
+            await runner.parts.inbound.emit(event)
+        assert await runner.parts.inbound.emit(event) is False  # recovery has it
+        await asyncio.sleep(0.5)
+        assert fake.messages("c1") == []  # not queued by the live path a second time
+        assert [h.event_id for h in await store.inbound_held()] == ["e-recovered"]
