@@ -12,16 +12,18 @@ from typing import Protocol
 
 import pytest
 
-from storage import StateStore, ports
+from storage import StateStore, ports, replica_ports
 from storage.postgres import PostgresStore
 
 PORTS = [getattr(ports, name) for name in ports.__all__]
+#: Where ports are declared (`storage.ports` re-exports those of the others).
+PORT_MODULES = {ports.__name__, replica_ports.__name__}
 STORES = [StateStore, PostgresStore]
 
 
 def _methods(proto: type) -> list[str]:
     """The port's methods, those of the ports it combines included."""
-    own = [klass for klass in proto.__mro__ if klass.__module__ == ports.__name__]
+    own = [klass for klass in proto.__mro__ if klass.__module__ in PORT_MODULES]
     return sorted({n for klass in own for n, v in vars(klass).items()
                    if not n.startswith("_") and inspect.isfunction(v)})
 
