@@ -145,8 +145,11 @@ def imported_sdks(args: list[str], env: dict[str, str]) -> list[str]:
 
 def import_profile(env: dict[str, str]) -> list[tuple[str, float]]:
     """ms per top-level package for what `hermes gateway run` imports before it is ready:
-    the wiring and runner modules plus the api adapter (the adapter of this run)."""
-    code = ("import gateway.cli.main, gateway.runner, gateway.wiring, adapters.api.adapter")
+    its entry (which skips typer for the service forms) and command, the wiring and runner
+    modules plus the api adapter (the adapter of this run), with the collector paused as
+    the entry point pauses it."""
+    code = ("import gc; gc.disable(); import gateway.cli.entry, gateway.cli.bootstrap, "
+            "gateway.cli.serve, gateway.runner, gateway.wiring, adapters.api.adapter")
     r = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env,
                        capture_output=True, text=True, check=False)
     per: dict[str, float] = defaultdict(float)

@@ -14,6 +14,8 @@ from typing import Any
 
 import structlog
 
+from hermes_common.lean import resume_collector
+
 __all__ = [
     "EXIT_FORCED",
     "EXIT_STORAGE",
@@ -48,6 +50,7 @@ def settle_heap() -> None:
     are reclaimed by `resettle_heap()` (housekeeping, hourly: the one walk of the whole
     heap)."""
     global _thresholds
+    resume_collector()  # paused for start-up by `hermes gateway run`
     if _freeze_survivors not in gc.callbacks:
         gc.callbacks.append(_freeze_survivors)
         _thresholds = gc.get_threshold()
@@ -83,6 +86,7 @@ def resettle_heap() -> float | None:
 def unsettle_heap() -> None:
     """Undo `settle_heap()`: survivors are no longer frozen, frozen objects are collectable."""
     global _thresholds
+    resume_collector()
     with contextlib.suppress(ValueError):
         gc.callbacks.remove(_freeze_survivors)
     if _thresholds is not None:

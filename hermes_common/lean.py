@@ -8,10 +8,14 @@ commands use it. `hide_rich_from_structlog()` arranges that structlog, whenever 
 imported, is imported with `rich` hidden, so it takes its no-rich path; rich itself stays
 importable for the CLI. Nothing is imported until then (the quick CLI commands import
 neither).
+
+`pause_collector()` / `resume_collector()`: the `hermes` entry point runs its imports with
+the cyclic collector paused (see there).
 """
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import sys
@@ -20,7 +24,12 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
-__all__ = ["hide_rich_from_structlog", "skip_pydantic_plugin_scan"]
+__all__ = [
+    "hide_rich_from_structlog",
+    "pause_collector",
+    "resume_collector",
+    "skip_pydantic_plugin_scan",
+]
 
 
 class _HidingLoader:
@@ -73,3 +82,28 @@ def skip_pydantic_plugin_scan() -> None:
     to; we use none. A deployment that does (an observability plugin) sets the variable
     itself, to the empty string for all of them: it is only defaulted here."""
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+
+_paused = False
+
+
+def pause_collector() -> None:
+    """Pause the cyclic garbage collector for start-up (the `hermes` entry point, and the
+    imports of `hermes gateway run`). Importing what a gateway runs leaves about 70,000
+    long-lived objects (modules, classes, type tables) and next to no garbage, yet the
+    collector walked them 180 times on the way (164 young, 15 middle and 1 full
+    collection): about 100 ms, an eighth of the import time on a slow host. A no-op when
+    the collector is off already (a caller that turned it off keeps it off)."""
+    global _paused
+    if gc.isenabled():
+        gc.disable()
+        _paused = True
+
+
+def resume_collector() -> None:
+    """Undo `pause_collector()` (and only that: a collector someone else turned off stays
+    off). Idempotent. The first collection after it finds whatever garbage start-up left."""
+    global _paused
+    if _paused:
+        _paused = False
+        gc.enable()

@@ -3,20 +3,21 @@
 `bootstrap()` resolves the profile home (`-p` > `$HERMES_HOME` > sticky > `~/.hermes`), fixes it
 with `gateway.paths.set_home`, exports `HERMES_HOME` for child processes, fills unset process
 variables from the profile's `.env` (never overriding), and remembers `--log-format`.
-It imports nothing heavy: no pydantic, structlog or SDKs.
+It imports nothing heavy: no typer, pydantic, structlog or SDKs (`hermes gateway run` starts
+without typer: `gateway.cli.entry`).
 
-`fail()` / `warn()` are the CLI's way to report: one redacted line on stderr, no traceback.
+`fail()` / `warn()` are the CLI's way to report: one redacted line on stderr, no traceback
+(`fail` exits through `SystemExit`, which typer passes on as the exit code).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
-
-import typer
 
 from gateway.config.errors import EXIT_CONFIG
 from gateway.config.redact import redact_text
@@ -32,6 +33,7 @@ __all__ = [
     "fail",
     "load_config_or_exit",
     "run_async",
+    "unexpected_error",
     "warn",
 ]
 
@@ -54,13 +56,24 @@ _STATE: BootState | None = None
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print `hermes: error: <message>` (redacted) on stderr and exit with `code`."""
-    typer.echo(f"hermes: error: {redact_text(message)}", err=True)
-    raise typer.Exit(code)
+    print(f"hermes: error: {redact_text(message)}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def unexpected_error(exc: Exception) -> int:
+    """Report an error no command handled as one redacted line on stderr; exit code 1.
+    Re-raises it (the traceback) when HERMES_DEBUG is set."""
+    if os.environ.get("HERMES_DEBUG"):
+        raise exc
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    msg = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    print(f"hermes: error: {redact_text(msg)}", file=sys.stderr)
+    return 1
 
 
 def warn(message: str) -> None:
     """Print `hermes: warning: <message>` (redacted) on stderr."""
-    typer.echo(f"hermes: warning: {redact_text(message)}", err=True)
+    print(f"hermes: warning: {redact_text(message)}", file=sys.stderr)
 
 
 def bootstrap(*, profile: str | None, log_format: str | None) -> BootState:
@@ -118,8 +131,8 @@ def load_config_or_exit() -> LoadedConfig:
     except ConfigError as exc:
         where = f" in {exc.source}" if exc.source else ""
         for line in exc.lines():
-            typer.echo(f"hermes: config error{where}: {redact_text(line)}", err=True)
-        raise typer.Exit(EXIT_CONFIG) from None
+            print(f"hermes: config error{where}: {redact_text(line)}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG) from None
 
 
 T = TypeVar("T")

@@ -21,28 +21,6 @@ def run(
     and a profile with no platform enabled (a fresh one: see `hermes demo`).
     Ctrl-C twice exits at once (1); stored state is kept for the next start.
     """
-    from gateway.cli.bootstrap import current, fail, load_config_or_exit, warn
-    from gateway.config import EXIT_CONFIG
-    from gateway.config.readiness import missing_message, missing_parts
-    from gateway.eventloop import run as run_loop
-    from gateway.instance import AlreadyRunning
-    from gateway.logging import configure_from_config
-    from gateway.paths import ensure_profile_dirs, paths
-    from gateway.runner import GatewayRunner
+    from gateway.cli.serve import serve
 
-    loaded = load_config_or_exit()
-    for w in loaded.warnings:
-        warn(w)
-    missing = missing_parts(loaded.config)
-    if missing:
-        fail(missing_message(missing, str(loaded.config_file), loaded.config_found), EXIT_CONFIG)
-    state = current()
-    p = paths()
-    ensure_profile_dirs(p)
-    configure_from_config(loaded.config.logging, profile=state.profile)
-    runner = GatewayRunner(loaded.config, p, replace=replace)
-    try:
-        code = run_loop(runner.run())
-    except AlreadyRunning as exc:
-        fail(f"{exc} (use --replace to take over)", EXIT_CONFIG)
-    raise typer.Exit(code)
+    raise typer.Exit(serve(replace=replace))

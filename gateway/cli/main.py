@@ -49,7 +49,9 @@ def root(
     ] = False,
 ) -> None:
     from gateway.cli.bootstrap import bootstrap
+    from hermes_common.lean import resume_collector
 
+    resume_collector()  # paused for the imports by the entry point (gateway.cli.entry)
     bootstrap(profile=profile, log_format=log_format)
 
 
@@ -91,18 +93,13 @@ _attach()
 
 
 def run() -> None:
-    """Console-script entry point. Unexpected errors become one redacted line on stderr
-    (exit 1); set HERMES_DEBUG=1 to see the traceback."""
+    """Console-script entry point (via `gateway.cli.entry`). Unexpected errors become one
+    redacted line on stderr (exit 1); set HERMES_DEBUG=1 to see the traceback."""
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
-        if os.environ.get("HERMES_DEBUG"):
-            raise
-        from gateway.config.redact import redact_text
+        from gateway.cli.bootstrap import unexpected_error
 
-        detail = str(exc).splitlines()[0] if str(exc) else ""
-        msg = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-        print(f"hermes: error: {redact_text(msg)}", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(unexpected_error(exc))

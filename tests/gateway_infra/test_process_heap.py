@@ -81,3 +81,30 @@ def test_settling_collects_the_young_generation_less_often_and_unsettling_restor
     finally:
         unsettle_heap()
     assert gc.get_threshold() == before
+
+
+def test_start_up_pauses_the_collector_and_the_ready_gateway_resumes_it() -> None:
+    from hermes_common.lean import pause_collector, resume_collector
+
+    assert gc.isenabled()
+    pause_collector()
+    try:
+        assert not gc.isenabled()  # the imports of `hermes gateway run`
+        settle_heap()  # ready
+        assert gc.isenabled()
+    finally:
+        resume_collector()
+        unsettle_heap()
+    assert gc.isenabled()
+
+
+def test_a_collector_turned_off_by_someone_else_stays_off() -> None:
+    from hermes_common.lean import pause_collector, resume_collector
+
+    gc.disable()
+    try:
+        pause_collector()
+        resume_collector()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
