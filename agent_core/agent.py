@@ -44,7 +44,7 @@ from agent_core.events import (
 )
 from agent_core.interrupt import InterruptSignal
 from agent_core.memory.manager import TurnMemory
-from agent_core.messages import interrupted_result, repair, to_wire
+from agent_core.messages import TranscriptWire, interrupted_result, repair, to_wire
 from agent_core.provider import ModelResponse, ProviderRouter
 from agent_core.tokens import estimate_messages
 from agent_core.tools.base import ToolCall, ToolContext, ToolOutcome
@@ -119,6 +119,9 @@ class Agent:
     it (the caller does that after compression). `config.ephemeral_system_prompt` is appended
     to the system message of each request and never appears in returned messages.
 
+    `transcript`: the wire copy of the session's history kept between its turns
+    (`agent_core.messages.TranscriptWire`), so a long chat repairs only what is new.
+
     `memory`: the external memory provider bound to this turn's user. Its recall for a new
     user message is appended to the request copy of that message only (never to the system
     prompt, never to the returned messages); `memory.sync` is the caller's to call.
@@ -133,9 +136,11 @@ class Agent:
         config: AgentConfig | None = None,
         context_factory: Callable[[], ToolContext] | None = None,
         memory: TurnMemory | None = None,
+        transcript: TranscriptWire | None = None,
     ) -> None:
         self.config = config or AgentConfig()
         self.memory = memory
+        self._transcript = transcript
         self._router = router
         self._tools = tools
         self._system_prompt = system_prompt
@@ -227,7 +232,10 @@ class Agent:
                 {"role": "user", "content": user_message}
                 if isinstance(user_message, str) else dict(user_message)
             )
-        wire = repair(source)
+        if self._transcript is not None:  # the history's wire copy, kept between turns
+            wire = self._transcript.repair(source, keep=len(history))
+        else:
+            wire = repair(source)
         if user_message is not None and self.memory is not None:
             await self._recall(wire, signal)
         added: list[Message] = []

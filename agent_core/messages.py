@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,6 +24,8 @@ __all__ = [
     "repair",
     "scrub_text",
     "to_wire",
+    "TranscriptWire",
+    "TranscriptWires",
     "validate",
 ]
 
@@ -142,65 +145,82 @@ def _merge_content(a: Any, b: Any) -> Any:
     return [*la, *lb]
 
 
-def _pair(messages: Iterable[Message]) -> list[Message]:
-    out: list[Message] = []
-    pending: dict[str, str] = {}
-    seen: set[str] = set()
+class _Fold:
+    """The repair of a sequence fed one wire copy at a time, resumable.
 
-    def flush() -> None:
-        for cid, name in pending.items():
-            wire = to_wire(missing_result(cid, name))
-            if wire is not None:  # always: a synthetic result is a valid message
-                out.append(wire)
-        pending.clear()
+    Pairing: a tool result answers the open call of its id (a stray or repeated one is
+    dropped); a call id seen before is dropped from a later assistant message; calls still
+    open when another message comes get synthetic results before it. Merging: a user or
+    assistant message following one of its own role (without tool calls) is merged into it.
+    Everything kept in `out` is final except its last message (the next may merge into it)
+    and the calls still open; `result()` closes those on copies, so more may be fed after."""
 
-    for msg in messages:
+    __slots__ = ("out", "pending", "seen")
+
+    def __init__(self) -> None:
+        self.out: list[Message] = []
+        self.pending: dict[str, str] = {}
+        self.seen: set[str] = set()
+
+    def feed(self, msg: Message) -> None:
+        """Fold in one wire copy (the fold may change it: it must be the caller's own)."""
         if msg["role"] == "tool":
             cid = msg.get("tool_call_id")
-            if isinstance(cid, str) and cid in pending:
-                del pending[cid]
-                out.append(msg)
-            continue
-        if pending:
-            flush()
+            if isinstance(cid, str) and cid in self.pending:
+                del self.pending[cid]
+                self.out.append(msg)  # a tool result never merges
+            return
+        if self.pending:
+            self._close(self.out, self.pending)
+            self.pending.clear()
         calls = msg.get("tool_calls")
         if calls:
             fresh = []
             for c in calls:
-                if c["id"] not in seen:
-                    seen.add(c["id"])
+                if c["id"] not in self.seen:
+                    self.seen.add(c["id"])
                     fresh.append(c)
-                    pending[c["id"]] = c["function"]["name"]
+                    self.pending[c["id"]] = c["function"]["name"]
             if fresh:
                 msg["tool_calls"] = fresh
             else:
                 del msg["tool_calls"]
                 if msg.get("content") is None:
                     msg["content"] = ""
-        out.append(msg)
-    flush()
-    return out
+        _merge_into(self.out, msg)
+
+    def result(self) -> list[Message]:
+        """The repaired sequence so far: a new list (its messages are shared with the fold:
+        copy one before changing it)."""
+        out = list(self.out)
+        if self.pending:
+            self._close(out, self.pending)
+        return out
+
+    @staticmethod
+    def _close(out: list[Message], pending: dict[str, str]) -> None:
+        for cid, name in pending.items():
+            wire = to_wire(missing_result(cid, name))
+            if wire is not None:  # always: a synthetic result is a valid message
+                out.append(wire)
 
 
-def _merge(messages: list[Message]) -> list[Message]:
-    out: list[Message] = []
-    for msg in messages:
-        prev = out[-1] if out else None
-        role = msg["role"]
-        if (
-            prev is not None
-            and role == prev["role"]
-            and role in ("user", "assistant")
-            and not prev.get("tool_calls")
-        ):
-            merged = dict(prev)
-            merged["content"] = _merge_content(prev.get("content"), msg.get("content"))
-            if msg.get("tool_calls"):
-                merged["tool_calls"] = msg["tool_calls"]
-            out[-1] = merged
-            continue
-        out.append(msg)
-    return out
+def _merge_into(out: list[Message], msg: Message) -> None:
+    prev = out[-1] if out else None
+    role = msg["role"]
+    if (
+        prev is not None
+        and role == prev["role"]
+        and role in ("user", "assistant")
+        and not prev.get("tool_calls")
+    ):
+        merged = dict(prev)
+        merged["content"] = _merge_content(prev.get("content"), msg.get("content"))
+        if msg.get("tool_calls"):
+            merged["tool_calls"] = msg["tool_calls"]
+        out[-1] = merged
+        return
+    out.append(msg)
 
 
 class _WireMemo:
@@ -247,9 +267,88 @@ _memo = _WireMemo()
 
 def repair(messages: Iterable[Any]) -> list[Message]:
     """Wire copies of `messages` with every invariant restored. Deterministic; must not raise."""
-    convert = _memo.wire
-    wire = [w for w in map(convert, messages) if w is not None]
-    return _merge(_pair(wire))
+    fold = _Fold()
+    for w in map(_memo.wire, messages):
+        if w is not None:
+            fold.feed(w)
+    return fold.result()
+
+
+class TranscriptWire:
+    """`repair` for one transcript that grows between calls (a chat's history, resent every
+    turn): what was repaired last time is kept, and a call whose messages begin with the
+    same messages as the last call's (equal, not necessarily the same objects: storage
+    hands out fresh copies) repairs only the ones after them. Anything else (a compressed,
+    rewound or edited history) starts over. The result equals `repair(messages)` (tested).
+    Not thread-safe: one per transcript, used by one turn at a time.
+
+    `keep`: how many leading messages are the transcript; the ones after (the turn's new user
+    message) are repaired on copies and not remembered, so the next call, whose transcript
+    holds that message as it was stored, still matches.
+
+    The result is a new list; its messages are shared with what is kept, except the last
+    one (a turn adds the memory recall to it): replace any other message, never change it."""
+
+    __slots__ = ("_fold", "_inputs")
+
+    def __init__(self) -> None:
+        self._inputs: list[Any] = []
+        self._fold = _Fold()
+
+    def __len__(self) -> int:
+        """Messages remembered (for a cache's bound)."""
+        return len(self._inputs)
+
+    def repair(self, messages: Sequence[Any], keep: int | None = None) -> list[Message]:
+        keep = len(messages) if keep is None else max(0, min(keep, len(messages)))
+        done = len(self._inputs)
+        if done > keep or (done and list(messages[:done]) != self._inputs):
+            self._inputs, self._fold, done = [], _Fold(), 0
+        fold = self._fold
+        for m in messages[done:keep]:
+            self._inputs.append(dict(m) if type(m) is dict else m)  # a change is noticed
+            w = _memo.wire(m)
+            if w is not None:
+                fold.feed(w)
+        if keep < len(messages):  # fed into a copy of the fold
+            fold = _Fold()
+            fold.out, fold.pending, fold.seen = (list(self._fold.out), dict(self._fold.pending),
+                                                 set(self._fold.seen))
+            for w in map(_memo.wire, messages[keep:]):
+                if w is not None:
+                    fold.feed(w)
+        out = fold.result()
+        if out:
+            out[-1] = dict(out[-1])  # the one a turn changes (the memory recall)
+        return out
+
+
+class TranscriptWires:
+    """A bounded cache of `TranscriptWire`s by transcript key (a session id): least recently
+    used first out, at most `max_transcripts` of them and `max_messages` remembered messages
+    in all (each is a shallow copy of a history message plus its wire copy)."""
+
+    def __init__(self, *, max_transcripts: int = 256, max_messages: int = 20_000) -> None:
+        self._max_transcripts = max_transcripts
+        self._max_messages = max_messages
+        self._items: OrderedDict[str, TranscriptWire] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: str) -> TranscriptWire:
+        """The transcript of `key` (a new, empty one the first time or after eviction)."""
+        item = self._items.pop(key, None) or TranscriptWire()
+        self._items[key] = item
+        total = sum(map(len, self._items.values()))
+        while len(self._items) > 1 and (len(self._items) > self._max_transcripts
+                                        or total > self._max_messages):
+            _, gone = self._items.popitem(last=False)
+            total -= len(gone)
+        return item
+
+    def forget(self, key: str) -> None:
+        self._items.pop(key, None)
 
 
 def validate(messages: Sequence[Message]) -> list[str]:

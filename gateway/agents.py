@@ -17,6 +17,7 @@ from typing import Any
 from agent_core.agent import Agent, AgentConfig, ToolExecutor
 from agent_core.delegation import DelegationLimits, Delegator
 from agent_core.memory import MemoryStore, MemoryTarget, TurnMemory
+from agent_core.messages import TranscriptWires
 from agent_core.ports import AgentPorts
 from agent_core.prompt import PromptInputs, build_system_prompt_async
 from agent_core.provider import ProviderRouter, ProviderSettings
@@ -110,6 +111,8 @@ class AgentFactory:
             toolsets=None,  # applied by the session's `ToolSelection`
             ephemeral_system_prompt=config.agent.ephemeral_system_prompt,
         )
+        #: The wire copies of recent sessions' histories, kept between their turns.
+        self.transcripts = TranscriptWires()
         #: Each user's memory and workspace folders (`gateway.principals`).
         self.spaces = UserSpaces(
             memories=paths.memories,
@@ -211,7 +214,8 @@ class AgentFactory:
             )
 
         return Agent(self.router, offered, system_prompt, config=self._agent_config,
-                     context_factory=context, memory=memory)
+                     context_factory=context, memory=memory,
+                     transcript=self.transcripts.get(session_id))
 
     def build_child(self, system_prompt: str, tools: ToolExecutor, context: ToolContext, *,
                     max_iterations: int) -> Agent:
