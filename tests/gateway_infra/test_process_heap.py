@@ -1,6 +1,6 @@
-"""The daemon's heap settling (`gateway.process`): collections of the middle generation (and
-full ones) freeze their survivors, so the next one walks only what is new; the hourly resettle
-reclaims cycles among the frozen."""
+"""The daemon's heap settling (`gateway.process`): every collection freezes its survivors,
+so the next one walks only what is new; the hourly resettle reclaims cycles among the
+frozen."""
 
 from __future__ import annotations
 
@@ -50,17 +50,18 @@ def test_without_settling_nothing_is_frozen_and_there_is_nothing_to_resettle() -
     assert resettle_heap() is None
 
 
-def test_a_cycle_that_dies_young_is_collected_and_one_that_lived_through_two_waits() -> None:
+def test_a_cycle_that_dies_young_is_collected_and_one_that_lived_through_a_collection_waits(
+) -> None:
     settle_heap()
     try:
         a, b = _cycle()
         young = weakref.ref(a)
         del a, b
-        gc.collect(1)  # the middle generation with the young one: what died is reclaimed
+        gc.collect(0)  # a young collection: what died is reclaimed
         assert young() is None
         c, d = _cycle()
         old = weakref.ref(c)
-        gc.collect(1)  # it lived through this one: frozen, no collection walks it again
+        gc.collect(0)  # it lived through this one: frozen, no collection walks it again
         assert not any(o is c for o in gc.get_objects())
         del c, d
         gc.collect(1)
