@@ -19,13 +19,16 @@ from storage.inbox import release_on
 from storage.ledgers import insert_outbox
 from storage.lineage import _tip_on
 from storage.messages import VISIBLE_COLS, history_on, insert_rows
-from storage.sessions import add_usage_on, find_live_on
+from storage.sessions import USAGE_SET, find_live_on, guard_on, usage_params
 from storage.sqlconn import Conn
-from storage.types import LiveCheck, OutboxDraft, Session, StoredFinal, UsageDelta
+from storage.types import GuardState, LiveCheck, OutboxDraft, Session, StoredFinal, UsageDelta
 
 __all__ = ["LiveMixin"]
 
 T = TypeVar("T")
+#: What an append did: the session written to, the new ids, the guard state from before
+#: (when usage was added).
+_Appended = tuple[str, list[int], GuardState | None]
 
 
 class LiveMixin(StoreBase):
@@ -45,7 +48,12 @@ class LiveMixin(StoreBase):
         if not messages:
             return session_id, []
         append = self._append_op(session_id, messages, release)
-        result: tuple[str, list[int]] = await self._write_live(session_id, append)
+
+        async def op(conn: Conn) -> tuple[str, list[int]]:
+            sid, ids, _ = await append(conn, None)
+            return sid, ids
+
+        result: tuple[str, list[int]] = await self._write_live(session_id, op)
         return result
 
     async def append_and_read(
@@ -72,12 +80,13 @@ class LiveMixin(StoreBase):
         cache = self._histories
 
         async def op(conn: Conn) -> tuple[Session, list[dict[str, Any]], list[int]]:
+            tip = None
             if check is not None:
                 live = await find_live_on(conn, check.session_key)
-                if (live is None or live.id != await _tip_on(conn, session_id)
-                        or not check.accept(live)):
+                tip = await _tip_on(conn, session_id)
+                if live is None or live.id != tip or not check.accept(live):
                     raise SessionMovedError(check.session_key)
-            sid, ids = await append(conn)
+            sid, ids, _ = await append(conn, tip)  # the tip just read: not looked up twice
             session = await fetch_session(conn, sid)
             return session, await _cached_history(conn, cache, sid), ids
 
@@ -95,39 +104,43 @@ class LiveMixin(StoreBase):
         written to in the same transaction (`add_usage`; its guard state from before comes
         back in `StoredFinal.guard`): the turn's bookkeeping costs no write of its own.
         Raises as `append_live` does; on `FenceRejected` nothing is stored."""
-        append = self._append_op(session_id, messages, release)
+        append = self._append_op(session_id, messages, release, usage)
         clock = self._clock
 
         async def op(conn: Conn) -> StoredFinal:
-            now = clock()
-            outbox_id = await insert_outbox(conn, final, now)
-            sid, ids = await append(conn)  # checks the fence: a rejection undoes both
-            guard = None if usage is None else await add_usage_on(conn, sid, usage, now)
+            outbox_id = await insert_outbox(conn, final, clock())
+            # checks the fence (a rejection undoes both); the usage in the same UPDATE
+            sid, ids, guard = await append(conn, None)
             return StoredFinal(sid, ids, outbox_id, guard)
 
         result: StoredFinal = await self._write_live(session_id, op)
         return result
 
     def _append_op(self, session_id: str, messages: list[dict[str, Any]],
-                   release: Iterable[tuple[str, str]]
-                   ) -> Callable[[Conn], Coroutine[Any, Any, tuple[str, list[int]]]]:
+                   release: Iterable[tuple[str, str]], usage: UsageDelta | None = None,
+                   ) -> Callable[[Conn, str | None], Coroutine[Any, Any, _Appended]]:
+        """The append as an operation on `conn`, given the lineage tip when the caller has
+        just read it (None: looked up). With `usage`, the turn's usage is added in the same
+        UPDATE (`add_usage`) and the guard state from before comes back."""
         now = self._clock()
         rows = [message_to_row(session_id, m, now) for m in messages]
         keys = list(release)
         fence = current_fence()
+        sets, extra = ("", ()) if usage is None else (f", {USAGE_SET}", usage_params(usage))
 
-        async def op(conn: Conn) -> tuple[str, list[int]]:
+        async def op(conn: Conn, tip: str | None) -> _Appended:
             await check_session_fence(conn, fence, self._clock())
-            sid = await _tip_on(conn, session_id)
+            sid = tip if tip is not None else await _tip_on(conn, session_id)
+            guard = None if usage is None else await guard_on(conn, sid)
             cur = await conn.execute(
-                "UPDATE sessions SET message_count = message_count + ?, last_activity = ?"
-                " WHERE id = ?", (len(rows), now, sid))
+                f"UPDATE sessions SET message_count = message_count + ?, last_activity = ?{sets}"
+                " WHERE id = ?", (len(rows), now, *extra, sid))
             if cur.rowcount == 0:
                 raise SessionNotFoundError(session_id)
             moved = rows if sid == session_id else [(sid, *r[1:]) for r in rows]
             ids = await insert_rows(conn, moved) if moved else []
             await release_on(conn, keys)
-            return sid, ids
+            return sid, ids, guard
 
         return op
 

@@ -11,8 +11,8 @@ from storage.sqlconn import Conn
 from storage.titles import next_lineage_title_on, sanitize_title
 from storage.types import GuardState, Session, SessionScope, UsageDelta
 
-__all__ = ["SessionsMixin", "ROUTING_COLUMNS", "EDITABLE_COLUMNS", "add_usage_on",
-           "find_live_on"]
+__all__ = ["SessionsMixin", "ROUTING_COLUMNS", "EDITABLE_COLUMNS", "USAGE_SET", "add_usage_on",
+           "find_live_on", "guard_on", "usage_params"]
 
 ROUTING_COLUMNS = ("source", "user_id", "session_key", "chat_id", "chat_type", "thread_id")
 EDITABLE_COLUMNS = frozenset(
@@ -302,7 +302,7 @@ class SessionsMixin(StoreBase):
     async def get_guard(self, session_id: str) -> GuardState:
         """The compression guard state, read fresh. Raises `SessionNotFoundError`."""
         async def fn(conn: Conn) -> GuardState:
-            return await _guard_on(conn, session_id)
+            return await guard_on(conn, session_id)
 
         return await self._read(fn)
 
@@ -342,7 +342,7 @@ class SessionsMixin(StoreBase):
                 await conn.execute(
                     f"UPDATE sessions SET {sets} WHERE id = ?", (*given.values(), session_id)
                 )
-            return await _guard_on(conn, session_id)
+            return await guard_on(conn, session_id)
 
         return await self._write(op)
 
@@ -357,28 +357,34 @@ async def find_live_on(conn: Conn, session_key: str) -> Session | None:
     return session_from_row(rows[0]) if rows else None
 
 
+#: The SET clause that adds a turn's usage (`usage_params` are its parameters, in order).
+USAGE_SET = (
+    "input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
+    " cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,"
+    " reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,"
+    " last_prompt_tokens = COALESCE(?, last_prompt_tokens),"
+    " estimated_cost_usd = CASE WHEN CAST(? AS DOUBLE PRECISION) IS NULL"
+    "   THEN estimated_cost_usd"
+    "   ELSE COALESCE(estimated_cost_usd, 0) + ? END"
+)
+
+
+def usage_params(delta: UsageDelta) -> tuple[Any, ...]:
+    return (delta.input_tokens, delta.output_tokens, delta.cache_read_tokens,
+            delta.cache_write_tokens, delta.reasoning_tokens, delta.api_calls,
+            delta.last_prompt_tokens, delta.cost_usd, delta.cost_usd)
+
+
 async def add_usage_on(conn: Conn, session_id: str, delta: UsageDelta, now: float
                        ) -> GuardState:
     """`add_usage` inside the caller's transaction; returns the guard state from before."""
-    before = await _guard_on(conn, session_id)
-    await conn.execute(
-        "UPDATE sessions SET input_tokens = input_tokens + ?,"
-        " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
-        " cache_write_tokens = cache_write_tokens + ?,"
-        " reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ?,"
-        " last_prompt_tokens = COALESCE(?, last_prompt_tokens),"
-        " estimated_cost_usd = CASE WHEN CAST(? AS DOUBLE PRECISION) IS NULL"
-        "   THEN estimated_cost_usd"
-        "   ELSE COALESCE(estimated_cost_usd, 0) + ? END,"
-        " last_activity = ? WHERE id = ?",
-        (delta.input_tokens, delta.output_tokens, delta.cache_read_tokens,
-         delta.cache_write_tokens, delta.reasoning_tokens, delta.api_calls,
-         delta.last_prompt_tokens, delta.cost_usd, delta.cost_usd, now, session_id),
-    )
+    before = await guard_on(conn, session_id)
+    await conn.execute(f"UPDATE sessions SET {USAGE_SET}, last_activity = ? WHERE id = ?",
+                       (*usage_params(delta), now, session_id))
     return before
 
 
-async def _guard_on(conn: Conn, session_id: str) -> GuardState:
+async def guard_on(conn: Conn, session_id: str) -> GuardState:
     """The session's guard state through `conn`; raises `SessionNotFoundError`."""
     rows = await conn.execute_fetchall(_GUARD_SQL, (session_id,))
     if not rows:
