@@ -8,7 +8,7 @@ from storage.base import StoreBase
 from storage.sqlconn import Conn, Dialect
 from storage.types import HeldEvent
 
-__all__ = ["InboxMixin", "hold_on", "next_held_place", "release_on"]
+__all__ = ["InboxMixin", "first_hold_on", "hold_on", "next_held_place", "release_on"]
 
 EventKey = tuple[str, str]  # (platform, event id)
 
@@ -41,6 +41,18 @@ async def hold_on(conn: Conn, platform: str, event_id: str, session_key: str, pa
         " excluded.held_seq), claimed_by = excluded.claimed_by"
         " WHERE inbound_events.held IS NULL OR excluded.claimed_by IS NULL"
         " OR inbound_events.claimed_by IS DISTINCT FROM excluded.claimed_by",
+        (platform, str(event_id), now, session_key, payload, claimed_by))
+    return cur.rowcount == 1
+
+
+async def first_hold_on(conn: Conn, platform: str, event_id: str, session_key: str,
+                        payload: str, claimed_by: str, now: float) -> bool:
+    """Record and hold an event never seen before in one statement (what `_record_on` then
+    `hold_on` leave for a new event); False, changing nothing, when it is known."""
+    cur = await conn.execute(
+        "INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
+        f" held, held_seq, claimed_by) VALUES (?, ?, ?, ?, ?, {next_held_place(conn.dialect)},"
+        " ?) ON CONFLICT DO NOTHING",
         (platform, str(event_id), now, session_key, payload, claimed_by))
     return cur.rowcount == 1
 

@@ -10,7 +10,7 @@ from storage.base import StoreBase
 from storage.codec import scrub
 from storage.errors import EventPendingError
 from storage.fencing import check_session_fence, current_fence
-from storage.inbox import EventKey, hold_on
+from storage.inbox import EventKey, first_hold_on, hold_on
 from storage.replicas import LIVE_REPLICAS
 from storage.sqlconn import Conn, Row
 from storage.types import OutboxDraft, OutboxItem
@@ -120,6 +120,9 @@ class LedgersMixin(StoreBase):
 
         async def op(conn: Conn) -> bool | None:
             now = self._clock()
+            if await first_hold_on(conn, platform, event_id, session_key, payload, claimed_by,
+                                   now):
+                return True  # never seen: recorded and held by one statement
             new = await _record_on(conn, platform, event_id, claimed_by, reclaim_own,
                                    pending_s, now)
             if new:
