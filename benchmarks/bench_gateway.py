@@ -616,6 +616,15 @@ async def main_async(args: argparse.Namespace) -> None:
         honest_rate, honest_cpu = await sdk_floor(model.base_url, template, floor_n, sessions,
                                                   db_path=tmp / "honest.db", bare=True)
         await model.times()
+        n1 = 100 if quick else 300  # one growing history: each turn resends all of it
+        # The floor of one chat: nothing to batch (each write its own commit, each wake-up
+        # for one event), the structural cost a single conversation pays at any gateway.
+        one_sdk_rate, _ = await sdk_floor(model.base_url, template, n1, 1)
+        await model.times()
+        one_rate, one_cpu = await sdk_floor(model.base_url, template, n1, 1,
+                                            db_path=tmp / "honest1.db", bare=True)
+        await model.times()
+        one_added = 1000 / one_rate - 1000 / one_sdk_rate  # mean ms the writes add per event
         print(f"ceiling: the openai SDK alone, {sessions} chats at a time, the gateway's own "
               f"request ({len(template):,} bytes): {ceil_rate:,.0f} calls/s, {ceil_cpu:.2f} ms "
               "CPU per call in this process (no gateway work)")
@@ -623,11 +632,15 @@ async def main_async(args: argparse.Namespace) -> None:
               f"user message, reply) with bare sqlite3, no code of ours (same WAL/synchronous "
               f"settings and FTS5 indexes, one writer thread, group commit): {honest_rate:,.0f} "
               f"events/s, {honest_cpu:.2f} ms CPU per event")
+        print(f"honest floor of one chat (the same, one event at a time): {one_rate:,.0f} "
+              f"events/s, {one_cpu:.2f} ms CPU per event = {one_cpu / honest_cpu:.2f}x the CPU "
+              f"per event at {sessions} chats; its writes add {one_added:.2f} ms per event "
+              f"(mean) to the SDK's own call of that request = {one_added / (base_p50 * 1000):.2f}x "
+              "the bare round trip")
         print(f"store floor (old, labelled): the same writes through our storage layer: "
               f"{floor_rate:,.0f} events/s, {floor_cpu:.2f} ms CPU per event = "
               f"{floor_rate / honest_rate:.2f}x the honest floor's rate")
 
-        n1 = 100 if quick else 300  # one growing history: each turn resends all of it
         async with Gateway(tmp / "p1", model.base_url) as gw:
             await run_sessions(gw, model, 5, 2, "w")
             if args.profile:
@@ -682,6 +695,10 @@ async def main_async(args: argparse.Namespace) -> None:
                   f"(goal <= 1.5x: {verdict[ratio <= 1.5]}); CPU per event {cpu_one:.2f} ms "
                   f"vs {cpu_many:.2f} ms at {sessions} sessions (goal: no higher: "
                   f"{verdict[cpu_one <= cpu_many]})")
+            print(f"    against the floors of the same concurrency: added p50 "
+                  f"{pct(r['added'], 50) * 1000:.2f} ms vs the {one_added:.2f} ms the one-chat "
+                  f"floor's writes add; own CPU above the floor {cpu_one - one_cpu:.2f} ms per event vs "
+                  f"{cpu_many - honest_cpu:.2f} ms at {sessions} sessions")
         report(f"{sessions} sessions x {10 if not quick else 3} messages, open load at "
                f"{paced_rate} events/s (half the closed-loop throughput)", paced, base_p50)
         print(f"  (closed loop: {sessions} chats always waiting means latency = {sessions} / "
