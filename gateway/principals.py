@@ -22,6 +22,7 @@ import os
 import re
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -41,6 +42,7 @@ _READABLE_CHARS = 24
 TOOL_OUTPUT = ".tool-output"
 
 
+@lru_cache(maxsize=4096)  # a turn asks for its principal's folders about a dozen times
 def folder_name(platform: str, ident: str) -> str:
     """`<platform>.<readable>.<hash>`: one path component, safe for any id.
 
@@ -51,6 +53,12 @@ def folder_name(platform: str, ident: str) -> str:
     readable = _PLAIN.sub("", ident)[:_READABLE_CHARS] or "_"
     digest = hashlib.sha256(f"{platform}\x00{ident}".encode()).hexdigest()[:16]
     return f"{plain_platform}.{readable}.{digest}"
+
+
+@lru_cache(maxsize=4096)
+def _folder(base: Path, kind: str, platform: str, ident: str) -> Path:
+    """`base/kind/folder_name(platform, ident)`, built once (paths are values)."""
+    return base / kind / folder_name(platform, ident)
 
 
 def scope_of_event(event: MessageEvent) -> SessionScope:
@@ -80,7 +88,7 @@ class UserSpaces:
 
     def user_dir(self, principal: Principal) -> Path:
         """Where the principal's `USER.md` lives (and its `MEMORY.md` with scope `user`)."""
-        return self.memories / "users" / folder_name(principal.platform, principal.user_id)
+        return _folder(self.memories, "users", principal.platform, principal.user_id)
 
     def memory_dir(self, principal: Principal | None) -> Path | None:
         """The folder of the `MEMORY.md` a turn of `principal` uses: the profile's, or with
@@ -93,12 +101,11 @@ class UserSpaces:
         """The file tools' root for `principal`."""
         if self.shared_workspace:
             return self.workspace_root
-        return (self.workspace_root / "users"
-                / folder_name(principal.platform, principal.user_id))
+        return _folder(self.workspace_root, "users", principal.platform, principal.user_id)
 
     def chat_cache(self, platform: str, chat_id: str) -> Path:
         """The folder of one chat's cached inbound attachments."""
-        return self.cache / "chats" / folder_name(platform, chat_id)
+        return _folder(self.cache, "chats", platform, chat_id)
 
     def tool_output_dirs(self) -> list[Path]:
         """Every folder of saved tool output (for housekeeping). Blocking."""
