@@ -61,7 +61,7 @@ from gateway.watchdog import LoopWatchdog
 from gateway.web_tools import WebTools
 from gateway.wiring import GatewayParts, GatewayStore, wire
 from hermes_common.waits import cancel_and_wait
-from storage.errors import StoreUnavailableError
+from storage.errors import StorageError, StoreClosedError, StoreUnavailableError
 
 if TYPE_CHECKING:
     from gateway.dashboard import DashboardServer
@@ -195,6 +195,14 @@ class GatewayRunner:
                 return EXIT_CONFIG
             except StoreUnavailableError as exc:  # a restart may find the database back
                 log.error("storage_unavailable", error=str(exc), exit_code=EXIT_STORAGE)
+                return EXIT_STORAGE
+            except StorageError as exc:
+                # The writer broke while start-up (recovery) was writing: the same exit as
+                # once running (`_storage_failed`), not a traceback.
+                if not isinstance(exc, StoreClosedError) and self._exit_code != EXIT_STORAGE:
+                    raise
+                log.error("storage_failed_during_start", error=type(exc).__name__,
+                          exit_code=EXIT_STORAGE)
                 return EXIT_STORAGE
             settle_heap()
             await self._stop.wait()

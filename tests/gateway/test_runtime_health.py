@@ -143,6 +143,23 @@ async def test_a_sigterm_while_an_adapter_is_still_connecting_drains_and_returns
     assert not fake.connected
 
 
+async def test_a_writer_that_breaks_while_start_up_recovery_writes_exits_74(tmp_path, model):
+    """The same failure a moment earlier, while the adapters connect, before start-up
+    recovery (which writes: it claims the held events): `run()` returns 74 too, never a
+    traceback, so the service manager reads it as the storage failure it is."""
+    fake = FakeAdapter("fake")
+    fake.hold_connect()
+    runner = GatewayRunner(make_config(model), ensure_profile_dirs(ProfilePaths(tmp_path)),
+                           adapters={"fake": fake}, health_port=0, take_locks=False)
+    run = asyncio.create_task(runner.run())
+    async with asyncio.timeout(10):
+        while fake.starts == 0:  # storage is open, the adapter waits to connect
+            await asyncio.sleep(0.01)
+    await runner.store._writer._conn.close()  # the connection dies under the writer
+    fake.release_connect()
+    assert await asyncio.wait_for(run, 15) == 74
+
+
 async def test_a_storage_writer_that_breaks_stops_the_gateway_with_74(tmp_path, model):
     """When state.db's writer can no longer write (its connection went away), the gateway
     must not stay up accepting events it cannot record: `run()` drains and returns 74, so the
