@@ -13,12 +13,11 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 
 from agent_core import events as ae
-from agent_core.agent import Agent
 from agent_core.interrupt import InterruptSignal
 from gateway.delivery.service import DeliveryService, PreparedFinal, ReplyTarget
 from gateway.delivery.stream import Rendered, StreamConsumer
@@ -30,8 +29,8 @@ from gateway.metrics import GatewayMetrics
 from gateway.sessions.inbox import event_keys
 from gateway.sessions.worker import MERGE_REASON
 from gateway.turns.builder import AgentBuilder
+from gateway.turns.feed import Terminal, ToolProgress, feed_events
 from gateway.turns.inputs import is_rerun, rerun_id, sync_memory, with_images
-from gateway.turns.lines import progress_line, subtasks_line
 from gateway.turns.opening import TurnOpening
 from gateway.turns.ports import (
     CompressionHook,
@@ -55,9 +54,7 @@ log = structlog.get_logger("gateway.turns")
 _RELEASE_RETRY = Backoff(base_s=0.25, cap_s=5.0)
 _RELEASE_ATTEMPTS = 10  # about 30 s in all
 
-ToolProgress = Literal["off", "new", "all"]
 INTERRUPTED_NOTE = "⏹ Interrupted."
-Terminal = ae.Final | ae.Interrupted | ae.Error | ae.CompressionNeeded
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +318,7 @@ class TurnService:
         continued = False
         try:
             while True:
-                terminal = await self._stream(agent, prior, user_turn, interrupt, consumer,
+                terminal = await feed_events(agent, prior, user_turn, interrupt, consumer,
                                               shown, progress, tools_seen)
                 if terminal is None:
                     break
@@ -397,37 +394,6 @@ class TurnService:
                      output_tokens=sum(u.completion_tokens for u in shown.usage),
                      subagent_calls=len(shown.delegated_usage))
         return leftover
-
-    async def _stream(
-        self, agent: Agent, prior: list[dict[str, Any]], user_turn: dict[str, Any] | None,
-        interrupt: InterruptSignal, consumer: StreamConsumer | None, shown: TurnTranscript,
-        progress: ToolProgress, tools_seen: list[str],
-    ) -> Terminal | None:
-        """Feed the agent's events to the stream and the transcript; returns the terminal
-        event (None when the agent ended without one)."""
-        terminal: Terminal | None = None
-        async for ev in agent.run_turn(prior, user_turn, interrupt=interrupt):
-            if isinstance(ev, ae.TextDelta):
-                shown.delta(ev.text)
-                if consumer is not None:
-                    consumer.on_delta(ev.text)
-            elif isinstance(ev, ae.ToolStarted):
-                shown.close_segment()
-                line = progress_line(progress, tools_seen, ev.name)
-                if consumer is not None and line is not None:
-                    consumer.on_status(line)
-            elif isinstance(ev, ae.Status) and ev.kind == "stream_reset":
-                shown.reset_segment()
-            elif isinstance(ev, ae.Usage):
-                shown.usage.append(ev)
-            elif isinstance(ev, ae.SubagentUsage):
-                shown.delegated_usage.append(ev.usage)
-            elif isinstance(ev, ae.SubtaskProgress):
-                if consumer is not None and progress != "off":
-                    consumer.on_status(subtasks_line(ev))
-            elif isinstance(ev, ae.TERMINAL_EVENTS):
-                terminal = ev
-        return terminal
 
     async def _store_terminal(self, session: Session, terminal: Terminal, target: ReplyTarget,
                               consumer: StreamConsumer | None, shown: TurnTranscript,
