@@ -173,12 +173,20 @@ class LiveMixin(StoreBase):
         return await self._read(fn)
 
 
+#: The history cache's check of a session's active transcript, and of the rows after the
+#: cached ones. On SQLite both read only the entries of `idx_messages_active_len`
+#: (migration 11), never the messages' content.
+HISTORY_CHECK_SQL = ("SELECT count(*), coalesce(max(id), 0), coalesce(sum(length(content)), 0)"
+                     " FROM messages WHERE session_id = ? AND active = 1")
+HISTORY_CHECK_AFTER_SQL = ("SELECT count(*), coalesce(sum(length(content)), 0) FROM messages"
+                           " WHERE session_id = ? AND active = 1 AND id > ?")
+
+
 async def _cached_history(conn: Conn, cache: HistoryCache, session_id: str
                           ) -> list[dict[str, Any]]:
     """`history_on`, decoding only the rows the cache does not hold yet."""
-    [(count, max_id, size)] = list(await conn.execute_fetchall(
-        "SELECT count(*), coalesce(max(id), 0), coalesce(sum(length(content)), 0)"
-        " FROM messages WHERE session_id = ? AND active = 1", (session_id,)))
+    [(count, max_id, size)] = list(await conn.execute_fetchall(HISTORY_CHECK_SQL,
+                                                               (session_id,)))
     entry = cache.get(session_id)
     if entry is not None and (entry.count, entry.max_id, entry.size) == (count, max_id, size):
         cache.hits += 1
@@ -188,9 +196,8 @@ async def _cached_history(conn: Conn, cache: HistoryCache, session_id: str
         new = [row_to_message(r) for r in await conn.execute_fetchall(
             f"SELECT {VISIBLE_COLS} FROM messages WHERE session_id = ? AND active = 1"
             " AND id > ? ORDER BY id", (session_id, entry.max_id))]
-        [(_, new_size)] = list(await conn.execute_fetchall(
-            "SELECT count(*), coalesce(sum(length(content)), 0) FROM messages"
-            " WHERE session_id = ? AND active = 1 AND id > ?", (session_id, entry.max_id)))
+        [(_, new_size)] = list(await conn.execute_fetchall(HISTORY_CHECK_AFTER_SQL,
+                                                            (session_id, entry.max_id)))
         if entry.count + len(new) == count and entry.size + new_size == size:
             cache.extended += 1
             rows = (*entry.rows, *new)

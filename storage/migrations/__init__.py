@@ -28,6 +28,7 @@ from storage.migrations import (
     m0008_self_reviews,
     m0009_replicas,
     m0010_outbox_replies,
+    m0011_history_check,
 )
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "STEPS", "Step", "migrate_sync", "split_statements"]
@@ -62,6 +63,7 @@ STEPS: tuple[Step, ...] = _steps(
     m0008_self_reviews,
     m0009_replicas,
     m0010_outbox_replies,
+    m0011_history_check,
 )
 MIGRATIONS: tuple[str, ...] = tuple(step.sqlite for step in STEPS)
 SCHEMA_VERSION = len(MIGRATIONS)
