@@ -4,7 +4,8 @@ A turn reads its session's whole active transcript; decoding it (a dict and a fe
 per row) costs more than anything else the store does for a long chat: about 3 ms for 600
 rows on a small host, every turn. The cache keeps the decoded rows of recently read sessions
 and, on the next read, asks the database only `count(*)`, `max(id)` and the summed length of
-the content of the active rows:
+the content of the active rows (on SQLite from the entries of `idx_messages_active_len`,
+migration 11, without reading the rows):
 - the same three: nothing changed, the cached rows are the transcript;
 - a larger `max(id)`: the rows after the cached `max(id)` are read and, when the count and
   the length grow by exactly theirs, appended (a turn's own new messages);
