@@ -121,11 +121,8 @@ async def test_crashing_adapter_is_restarted_and_keeps_serving(tmp_path, model):
         await fake.wait_for(lambda: "echo: still there?" in fake.messages("c1"))
 
 
-async def test_a_sigterm_while_an_adapter_is_still_connecting_drains_and_returns_0(tmp_path, model):
-    """Signals are handled from the first moment of `run()`, not once start-up is over: a
-    service manager's stop that lands while a platform is still connecting is a clean drain,
-    not the default action (killed on the spot, exit -15), and it does not wait out the
-    connect timeout."""
+async def _connecting(tmp_path, model) -> tuple[GatewayRunner, FakeAdapter, asyncio.Task[int]]:
+    """A runner whose `run()` has opened storage and waits for its adapter to connect."""
     fake = FakeAdapter("fake")
     fake.hold_connect()
     runner = GatewayRunner(make_config(model), ensure_profile_dirs(ProfilePaths(tmp_path)),
@@ -134,6 +131,15 @@ async def test_a_sigterm_while_an_adapter_is_still_connecting_drains_and_returns
     async with asyncio.timeout(10):
         while fake.starts == 0:
             await asyncio.sleep(0.01)
+    return runner, fake, run
+
+
+async def test_a_sigterm_while_an_adapter_is_still_connecting_drains_and_returns_0(tmp_path, model):
+    """Signals are handled from the first moment of `run()`, not once start-up is over: a
+    service manager's stop that lands while a platform is still connecting is a clean drain,
+    not the default action (killed on the spot, exit -15), and it does not wait out the
+    connect timeout."""
+    _, fake, run = await _connecting(tmp_path, model)
     assert not fake.connected
     handler = signal.getsignal(signal.SIGTERM)
     assert handler not in (signal.SIG_DFL, None), "SIGTERM would kill a starting gateway"
@@ -144,17 +150,11 @@ async def test_a_sigterm_while_an_adapter_is_still_connecting_drains_and_returns
 
 
 async def test_a_writer_that_breaks_while_start_up_recovery_writes_exits_74(tmp_path, model):
-    """The same failure a moment earlier, while the adapters connect, before start-up
-    recovery (which writes: it claims the held events): `run()` returns 74 too, never a
-    traceback, so the service manager reads it as the storage failure it is."""
-    fake = FakeAdapter("fake")
-    fake.hold_connect()
-    runner = GatewayRunner(make_config(model), ensure_profile_dirs(ProfilePaths(tmp_path)),
-                           adapters={"fake": fake}, health_port=0, take_locks=False)
-    run = asyncio.create_task(runner.run())
-    async with asyncio.timeout(10):
-        while fake.starts == 0:  # storage is open, the adapter waits to connect
-            await asyncio.sleep(0.01)
+    """A writer that breaks while the adapters connect, before start-up recovery (which
+    writes: it claims the held events): `run()` returns 74, as it does once running (the
+    next test), never a traceback, so the service manager reads it as the storage failure
+    it is."""
+    runner, fake, run = await _connecting(tmp_path, model)
     await runner.store._writer._conn.close()  # the connection dies under the writer
     fake.release_connect()
     assert await asyncio.wait_for(run, 15) == 74
