@@ -28,6 +28,7 @@ from gateway.agents import AgentFactory
 from gateway.compression.hook import CompressionService
 from gateway.config import EXIT_CONFIG, EXIT_RESTART, HermesConfig
 from gateway.delivery.service import DeliveryService
+from gateway.escalation import escalate_when_disconnected
 from gateway.eventloop import loop_name
 from gateway.health import HealthServer
 from gateway.housekeeping import CacheLimits, prune_forever
@@ -426,8 +427,8 @@ class GatewayRunner:
             cache_limits=CacheLimits(self.paths.cache, int(gw.media.cache_max_mb * mb),
                                      int(gw.media.chat_cache_max_mb * mb))))
         if gw.unhealthy_exit_s > 0 and parts.adapters:
-            self._duty(stack, "escalation",
-                       self._escalate_when_disconnected(parts.supervisor, gw.unhealthy_exit_s))
+            self._duty(stack, "escalation", escalate_when_disconnected(
+                parts.supervisor, gw.unhealthy_exit_s, self.request_stop))
         if self.notifier.watchdog_interval() and self.watchdog is not None:
             self._duty(stack, "sd-watchdog", self.notifier.run_watchdog(self.watchdog.healthy))
 
@@ -435,22 +436,6 @@ class GatewayRunner:
     def _duty(stack: AsyncExitStack, name: str, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coro, name=name)
         stack.push_async_callback(cancel_and_wait, task)
-
-    async def _escalate_when_disconnected(self, supervisor: AdapterSupervisor,
-                                          window: float) -> None:
-        """The supervisor restarts adapters in-process; if none has been connected for
-        `window` seconds anyway, exit 1 so the service manager restarts the whole process
-        (RELIABILITY.md item 2: no silent zombie)."""
-        last_ok = time.monotonic()
-        while True:
-            await asyncio.sleep(min(10.0, max(window / 10, 0.05)))
-            if any(st.serving for st in supervisor.snapshot()):
-                last_ok = time.monotonic()
-            elif time.monotonic() - last_ok >= window:
-                log.error("no_adapter_connected", seconds=round(window),
-                          action="exiting 1 so the service manager restarts the gateway")
-                self.request_stop(1)
-                return
 
     async def _recover(self, parts: GatewayParts) -> None:
         resent, expired = await parts.delivery.recover()
