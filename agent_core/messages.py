@@ -347,9 +347,6 @@ class TranscriptWires:
             total -= len(gone)
         return item
 
-    def forget(self, key: str) -> None:
-        self._items.pop(key, None)
-
 
 def validate(messages: Sequence[Message]) -> list[str]:
     """Problems that would make a provider reject `messages` (empty list = valid).

@@ -29,13 +29,18 @@ def next_held_place(dialect: Dialect) -> str:
             "(SELECT COALESCE(MAX(held_seq), 0) + 1 FROM inbound_events WHERE held IS NOT NULL)")
 
 
+def _insert_held(dialect: Dialect) -> str:
+    """The INSERT of a held event at the end of the line (parameters: platform, event id,
+    recorded at, session key, payload, claimed by); the caller adds its ON CONFLICT."""
+    return ("INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
+            f" held, held_seq, claimed_by) VALUES (?, ?, ?, ?, ?, {next_held_place(dialect)}, ?)")
+
+
 async def hold_on(conn: Conn, platform: str, event_id: str, session_key: str, payload: str,
                   claimed_by: str | None, now: float) -> bool:
     """`InboxMixin.inbound_hold` inside the caller's transaction."""
-    place = next_held_place(conn.dialect)
     cur = await conn.execute(
-        "INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
-        f" held, held_seq, claimed_by) VALUES (?, ?, ?, ?, ?, {place}, ?)"
+        _insert_held(conn.dialect) +
         " ON CONFLICT(platform, event_id) DO UPDATE SET session_key = excluded.session_key,"
         " held = excluded.held, held_seq = COALESCE(inbound_events.held_seq,"
         " excluded.held_seq), claimed_by = excluded.claimed_by"
@@ -49,11 +54,8 @@ async def first_hold_on(conn: Conn, platform: str, event_id: str, session_key: s
                         payload: str, claimed_by: str, now: float) -> bool:
     """Record and hold an event never seen before in one statement (what `_record_on` then
     `hold_on` leave for a new event); False, changing nothing, when it is known."""
-    cur = await conn.execute(
-        "INSERT INTO inbound_events(platform, event_id, recorded_at, session_key,"
-        f" held, held_seq, claimed_by) VALUES (?, ?, ?, ?, ?, {next_held_place(conn.dialect)},"
-        " ?) ON CONFLICT DO NOTHING",
-        (platform, str(event_id), now, session_key, payload, claimed_by))
+    cur = await conn.execute(_insert_held(conn.dialect) + " ON CONFLICT DO NOTHING",
+                             (platform, str(event_id), now, session_key, payload, claimed_by))
     return cur.rowcount == 1
 
 
