@@ -17,6 +17,7 @@ from gateway.delivery.chat_order import EARLIER_FINALS_WAIT_S, ChatKey, ChatOrde
 from gateway.delivery.files import OutboundFiles
 from gateway.delivery.finals import DraftFinal, PreparedFinal, ReplyTarget, draft_final
 from gateway.delivery.render import preview_text, render_final, render_plain
+from gateway.delivery.sending import send_attachment
 from gateway.delivery.stream import DeliveryFailed, StreamConsumer, StreamSettings
 from gateway.events import (
     Button,
@@ -26,7 +27,7 @@ from gateway.events import (
     SendResult,
 )
 from gateway.ports import BasePlatformAdapter
-from gateway.ratelimit import BudgetClosed, ChatRateBudget, Deferred, RateBudgets
+from gateway.ratelimit import ChatRateBudget, Deferred, RateBudgets
 from hermes_common.backoff import Backoff
 from hermes_common.redact import redact
 from storage.ports import OutboxLedger, Reachability
@@ -295,7 +296,7 @@ class DeliveryService:
                             outbox_id=final.outbox_id, attachment=Path(att.path).name)
                 await self.notify(target, loaded)
                 continue
-            res = await self._send_attachment(adapter, target, loaded)
+            res = await send_attachment(adapter, self._budget(target), target, loaded)
             if res.ok:
                 self._on_outbound(target.adapter)
                 continue
@@ -335,31 +336,10 @@ class DeliveryService:
         adapter = self._adapters.get(target.adapter)
         if adapter is None or not adapter.capabilities.media:
             return SendResult.failure(ErrorKind.UNKNOWN, "this chat takes no files")
-        res = await self._send_attachment(
-            adapter, target, OutboundAttachment(path=name, as_voice=True, data=data))
+        res = await send_attachment(adapter, self._budget(target), target,
+                                    OutboundAttachment(path=name, as_voice=True, data=data))
         if res.ok:
             self._on_outbound(target.adapter)
-        return res
-
-    async def _send_attachment(self, adapter: BasePlatformAdapter, target: ReplyTarget,
-                               att: OutboundAttachment) -> SendResult:
-        """One attachment on the chat's budget. Never raises: a budget deferral reads as a
-        rate limit, a closed budget as transient, an adapter that raised as unknown."""
-        try:
-            await self._budget(target).acquire("send")
-        except Deferred as d:
-            return SendResult.failure(ErrorKind.RATE_LIMITED, "deferred by the rate budget",
-                                      retry_after=max(0.0, d.until - time.monotonic()))
-        except BudgetClosed:
-            return SendResult.failure(ErrorKind.TRANSIENT, "delivery is closing")
-        try:
-            res = await adapter.send_media(target.chat_id, att, thread_id=target.thread_id)
-        except Exception as exc:  # send_media must not raise: an adapter bug
-            log.warning("attachment_send_error", adapter=target.adapter,
-                        error=type(exc).__name__)
-            return SendResult.failure(ErrorKind.UNKNOWN, type(exc).__name__)
-        if res.error_kind is ErrorKind.RATE_LIMITED and res.retry_after:
-            self._budget(target).throttle(res.retry_after)
         return res
 
     async def _retry_attachments(self, final: PreparedFinal, ids: list[str], tries: int) -> None:
