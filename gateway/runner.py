@@ -51,7 +51,6 @@ from gateway.process import (
 )
 from gateway.recovery import recover_held, recover_unanswered
 from gateway.registry import create_adapter
-from gateway.replicas import ReplicaRuntime, replica_for
 from gateway.sdnotify import SdNotifier
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
@@ -67,6 +66,7 @@ from storage.errors import StorageError, StoreClosedError, StoreUnavailableError
 if TYPE_CHECKING:
     from gateway.dashboard import DashboardServer
     from gateway.mcp import McpHub
+    from gateway.replicas import ReplicaRuntime
     from storage.opening import AnyStore
 
 __all__ = ["ConfigurationError", "GatewayRunner", "detect_ca_bundle"]
@@ -255,10 +255,13 @@ class GatewayRunner:
                 log.warning("commands_menu_failed", adapter=adapter.name,
                             error=type(exc).__name__)
         await parts.delivery.load_unreachable()
-        self.replica = replica_for(parts, self.config.gateway.replicas, home=str(self.paths.root),
-                                   locked=self._take_locks, clock=self._clock,
-                                   on_retired=lambda: self.request_stop(1))
-        if self.replica is not None:  # storage.backend: postgres (docs/scale-out.md)
+        if parts.replicas is not None:  # storage.backend: postgres (docs/scale-out.md)
+            from gateway.replicas import replica_for
+
+            self.replica = replica_for(parts, self.config.gateway.replicas,
+                                       home=str(self.paths.root), locked=self._take_locks,
+                                       clock=self._clock, on_retired=lambda: self.request_stop(1))
+        if self.replica is not None:
             stack.push_async_callback(_quietly, "replica", self.replica.stop)
             await self.replica.start()
         self.paths.cache.mkdir(parents=True, exist_ok=True)

@@ -4,12 +4,13 @@ process's tool registry (`execute_code` in its sandbox, `terminal` with its appr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from agent_core.sandbox import CodeSandbox, SandboxLimits
-from agent_core.tools.builtin.code import execute_code_tool
-from agent_core.tools.builtin.terminal import TerminalSettings, terminal_tool
 from agent_core.tools.registry import ToolRegistry
 from gateway.config.tools import ToolsConfig
+
+if TYPE_CHECKING:  # each is imported only when its tool is on
+    from agent_core.sandbox import CodeSandbox
 
 __all__ = ["ActingTools", "add_acting_tools"]
 
@@ -44,11 +45,16 @@ def add_acting_tools(registry: ToolRegistry, config: ToolsConfig) -> ActingTools
     out = ActingTools()
     code = config.code
     if code.enabled and "execute_code" not in registry:
+        from agent_core.sandbox import CodeSandbox, SandboxLimits
+        from agent_core.tools.builtin.code import execute_code_tool
+
         out.sandbox = CodeSandbox(SandboxLimits(timeout_s=code.timeout_s,
                                                 memory_mb=code.memory_mb), mode=code.sandbox)
         registry.register(execute_code_tool(registry, out.sandbox, code.tools))
     term = config.terminal
     if term.enabled and "terminal" not in registry:
+        from agent_core.tools.builtin.terminal import TerminalSettings, terminal_tool
+
         registry.register(terminal_tool(TerminalSettings(
             timeout_s=term.timeout_s, approval_timeout_s=term.approval_timeout_s)))
         out.terminal = True

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
@@ -39,10 +39,6 @@ from gateway.paths import ProfilePaths
 from gateway.pipeline.authz import AccessPolicy
 from gateway.ports import BasePlatformAdapter, CursorStore, ToolProgress
 from gateway.principals import UserSpaces, audience_of
-from gateway.replicas.gates import LeaderGates
-from gateway.replicas.relay import RELAY_TIMEOUT_S, ReplyReader, ReplyRelay
-from gateway.replicas.runtime import new_replica_id
-from gateway.replicas.sessions import ReplicaSessions
 from gateway.review import ReviewService, build_reviews
 from gateway.sessions import SessionManager
 from gateway.sessions.inbox import DurableInbox
@@ -74,6 +70,11 @@ from storage.ports import (
     UsageLedger,
 )
 from storage.types import Session
+
+if TYPE_CHECKING:  # the replicas runtime is imported only by a PostgreSQL-backed gateway
+    from gateway.replicas.gates import LeaderGates
+    from gateway.replicas.relay import ReplyReader, ReplyRelay
+    from gateway.replicas.sessions import ReplicaSessions
 
 __all__ = ["GatewayParts", "GatewayStore", "StoreCursors", "access_policy", "outbound_files",
            "wire"]
@@ -191,6 +192,10 @@ def wire(
 
     activity = AdapterActivity(metrics)
     replicated = config.storage.backend == "postgres"
+    if replicated:  # several replicas on one database (docs/scale-out.md)
+        from gateway.replicas.gates import LeaderGates
+        from gateway.replicas.runtime import new_replica_id
+        from gateway.replicas.sessions import ReplicaSessions
     # claims what this process takes (held events, finals); with replicas, the replica id
     boot_id = new_replica_id() if replicated else uuid.uuid4().hex
     delivery = DeliveryService(
@@ -294,4 +299,6 @@ def _compression(
 
 def _relay(store: ReplyReader, adapters: Mapping[str, BasePlatformAdapter]) -> ReplyRelay:
     """Answers this replica's API requests whose sessions another replica runs."""
+    from gateway.replicas.relay import RELAY_TIMEOUT_S, ReplyRelay
+
     return ReplyRelay(store, adapters, timeout_s=RELAY_TIMEOUT_S)

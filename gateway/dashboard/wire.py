@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gateway.config.models import DashboardConfig
 from gateway.dashboard.server import DashboardServer, DashboardSources
-from gateway.replicas import ReplicaRuntime
 from gateway.status import compression_status, replicas_status, sessions_status
 from gateway.wiring import GatewayParts
+
+if TYPE_CHECKING:
+    from gateway.replicas import ReplicaRuntime
 
 __all__ = ["dashboard_for"]
 

@@ -16,6 +16,10 @@ LATE = ("openai", "trafilatura", "lxml", "telegram", "slack_bolt",
         "discord", "mcp", "jinja2", "prompt_toolkit",
         # structlog's rich tracebacks (rich, pygments), the markdown-it fallback, Pillow
         "rich", "pygments", "markdown_it", "PIL")
+#: Modules of ours a gateway on SQLite with `tools.terminal` off never needs: the replicas
+#: runtime (`storage.backend: postgres`) and the terminal tool with its dangerous-command rules.
+OFF = ("gateway.replicas", "agent_core.tools.builtin.terminal",
+       "agent_core.tools.builtin.dangerous")
 
 PROBE = """
 import asyncio, json, sys
@@ -23,10 +27,13 @@ from pathlib import Path
 from tests.fakes.openai_server import FakeOpenAIServer, text
 from tests.gateway.runtime_harness import runner_for
 
-LATE = %r
+LATE, OFF = %r
 
 def loaded():
     return sorted({m.split(".")[0] for m in sys.modules} & set(LATE))
+
+def ours_off():
+    return sorted(m for m in sys.modules if m.startswith(OFF))
 
 async def main():
     async with FakeOpenAIServer() as model:
@@ -35,7 +42,7 @@ async def main():
             model.enqueue(text("Hello there."))
             await fake.inject("hi")
             await fake.wait_turns(1, timeout_s=60)
-            print(json.dumps({"ready": ready, "after_turn": loaded(),
+            print(json.dumps({"ready": ready, "after_turn": loaded(), "off": ours_off(),
                               "chat": fake.messages("c1")}))
 
 asyncio.run(main())
@@ -45,13 +52,14 @@ asyncio.run(main())
 def test_the_model_sdk_loads_with_the_first_turn(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    out = subprocess.run([sys.executable, "-c", PROBE % (LATE,), str(tmp_path)], cwd=root,
+    out = subprocess.run([sys.executable, "-c", PROBE % ((LATE, OFF),), str(tmp_path)], cwd=root,
                          capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["ready"] == [], f"a started gateway imported {got['ready']}"
     assert got["chat"] == ["Hello there."]
     assert got["after_turn"] == ["openai"]  # the turn needed the SDK, and nothing else
+    assert got["off"] == [], f"a SQLite gateway with the terminal off imported {got['off']}"
 
 
 def test_pydantic_skips_its_plugin_scan_unless_the_deployment_asks_for_plugins() -> None:
