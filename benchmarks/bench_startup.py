@@ -6,9 +6,12 @@ Figures, each against a baseline measured in the same run:
 - `hermes gateway run` (api adapter only, embedded defaults otherwise) from process start to
   `/readyz` 200, as a multiple of a bare `python -c pass` start;
 - the ready gateway's RSS at ready and 3 s later (start-up work done, nothing received);
-- import time per top-level package of `hermes gateway run`'s imports (`-X importtime`,
-  cumulative per package, the time a package's own modules took including what they pulled
-  in that no earlier package had loaded), so the next thing to defer is obvious;
+- the library floor: a bare interpreter importing exactly the third-party and standard
+  library modules the ready gateway had imported (none of ours), so our own code's share of
+  a start (time, CPU, RSS) is printed apart from what the libraries cost;
+- import time per top-level package of what a real `hermes gateway run` had imported when
+  `/readyz` first answered (`PYTHONPROFILEIMPORTTIME`, self time summed per package), so the
+  next thing to defer is obvious;
 - the CLI's quick commands (`--help`, `config check`, `sessions list`) wall time and whether
   they import any platform SDK (`telegram`, `slack_bolt`, `slack_sdk`, `discord`, `openai`).
 Goals (issue 21): ready <= 40x a bare interpreter; idle RSS with one adapter <= 55 MB;
@@ -143,27 +146,85 @@ def imported_sdks(args: list[str], env: dict[str, str]) -> list[str]:
     return sorted(s for s in SDKS if s in mods)
 
 
-def import_profile(env: dict[str, str]) -> list[tuple[str, float]]:
-    """ms per top-level package for what `hermes gateway run` imports before it is ready:
-    its entry (which skips typer for the service forms) and command, the wiring and runner
-    modules plus the api adapter (the adapter of this run), with the collector paused as
-    the entry point pauses it."""
-    code = ("import gc; gc.disable(); import gateway.cli.entry, gateway.cli.bootstrap, "
-            "gateway.cli.serve, gateway.runner, gateway.wiring, adapters.api.adapter")
-    r = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env,
-                       capture_output=True, text=True, check=False)
-    per: dict[str, float] = defaultdict(float)
-    for line in r.stderr.splitlines():
+OURS = ("gateway", "adapters", "agent_core", "storage", "hermes_common")
+
+
+def ready_imports() -> list[tuple[str, float]]:
+    """What a real `hermes gateway run` (api adapter) imported by the time `/readyz` first
+    answered 200, in import order: (module, self ms) from `PYTHONPROFILEIMPORTTIME`."""
+    home, hp = home_with_api()
+    env = {**env_for(home), "PYTHONPROFILEIMPORTTIME": "1"}
+    log = home / "importtime.txt"
+    with log.open("w") as err:
+        proc = subprocess.Popen([HERMES, "gateway", "run"], env=env, stdout=subprocess.DEVNULL,
+                                stderr=err)
+        text = ""
+        try:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 30 and proc.poll() is None:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{hp}/readyz",
+                                                timeout=1) as r:
+                        if r.status == 200:
+                            text = log.read_text()  # stderr is unbuffered: all up to ready
+                            break
+                except OSError:
+                    time.sleep(0.003)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    out = []
+    for line in text.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
             continue
         fields = line[len("import time:"):].split("|")
         try:
-            us = float(fields[0])
-        except ValueError:
+            out.append((fields[2].strip(), float(fields[0]) / 1000))
+        except (ValueError, IndexError):
             continue
-        name = fields[2]
-        per[name.strip().split(".")[0]] += us / 1000
+    return out
+
+
+def per_package(mods: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    per: dict[str, float] = defaultdict(float)
+    for name, ms in mods:
+        per[name.split(".")[0]] += ms
     return sorted(per.items(), key=lambda kv: -kv[1])
+
+
+def library_floor(mods: list[str], runs: int) -> tuple[float, float, float]:
+    """The start-up floor the libraries set: a fresh interpreter that imports exactly the
+    third-party and standard-library modules the ready gateway had imported (same order,
+    collector paused as the entry point pauses it) and none of ours, then exits. Median
+    (wall s, CPU s, RSS MB at the end) over `runs`. Our code's share of a start is what the
+    gateway takes beyond it."""
+    # Only those modules: any other import fails, as an optional one the gateway never made
+    # (structlog's `rich`, which our entry point hides) would fail in the gateway.
+    code = ("import gc, importlib, sys\ngc.disable()\n"
+            "allowed = set(sys.argv[1:])\n"
+            "class Only:\n"
+            "    @staticmethod\n"
+            "    def find_spec(name, path=None, target=None):\n"
+            "        if name not in allowed:\n"
+            "            raise ModuleNotFoundError(name)\n"
+            "sys.meta_path.insert(0, Only)\n"
+            "for m in sys.argv[1:]:\n"
+            "    try:\n        importlib.import_module(m)\n"
+            "    except Exception:\n        pass\n"
+            "for line in open('/proc/self/status'):\n"
+            "    if line.startswith('VmRSS:'):\n        print(int(line.split()[1]) / 1024)\n")
+    wall, cpu, rss = [], [], []
+    for _ in range(runs):
+        r0 = os.times()
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, "-c", code, *mods], capture_output=True, text=True,
+                           check=True)
+        wall.append(time.monotonic() - t0)
+        r1 = os.times()
+        cpu.append(r1.children_user + r1.children_system - r0.children_user
+                   - r0.children_system)
+        rss.append(float(r.stdout.split()[-1]))
+    return statistics.median(wall), statistics.median(cpu), statistics.median(rss)
 
 
 def bytecode_cached() -> bool:
@@ -209,15 +270,28 @@ def main() -> None:
     print(f"RSS of the ready gateway: {rss0:.1f} MB at ready, {rss3:.1f} MB 3 s later "
           f"(goal <= 55 MB: {verdict(max(rss0, rss3) <= 55)})")
 
-    home, _ = home_with_api()
-    env = env_for(home)
-    print("\nimport time per package, what `hermes gateway run` imports before ready "
-          "(-X importtime, self time summed per top-level package):")
-    prof = import_profile(env)
+    mods = ready_imports()
+    libs = [m for m, _ in mods if m.split(".")[0] not in OURS]
+    if libs:
+        f_wall, f_cpu, f_rss = library_floor(libs, max(5, runs))
+        ours = sum(1 for m, _ in mods if m.split(".")[0] in OURS)
+        print(f"\nlibrary floor (a bare interpreter importing the {len(libs)} library modules "
+              f"the ready gateway had imported, none of our {ours}): {f_wall * 1000:.0f} ms "
+              f"wall = {f_wall / bare:.1f}x bare, {f_cpu * 1000:.0f} ms CPU, {f_rss:.1f} MB RSS")
+        print(f"  the gateway beyond it, our share of a start: {(med - f_wall) * 1000:.0f} ms "
+              f"wall, {(cpu - f_cpu) * 1000:.0f} ms CPU, {rss0 - f_rss:.1f} MB at ready "
+              f"(ready = {med / f_wall:.2f}x the floor, CPU {cpu / f_cpu:.2f}x)")
+        print(f"  (the goals above leave our code {(40 * bare - f_wall) * 1000:.0f} ms and "
+              f"{55 - f_rss:.1f} MB beyond the libraries)")
+
+    env = env_for(home_with_api()[0])
+    print("\nimport time per package, what `hermes gateway run` had imported when /readyz "
+          "first answered 200 (importtime self ms summed per top-level package):")
+    prof = per_package(mods)
     total = sum(v for _, v in prof)
     for name, v in prof[:15]:
         print(f"  {name:<24} {v:7.1f} ms  {v / total:5.1%}")
-    print(f"  {'all':<24} {total:7.1f} ms")
+    print(f"  {'all':<24} {total:7.1f} ms ({len(mods)} modules)")
 
     print("\nCLI quick commands (median wall time; platform SDKs imported):")
     help_s = timed([HERMES, "--help"], env, max(3, runs))
