@@ -7,7 +7,9 @@ console tracebacks. Our logging renders tracebacks plainly (`gateway.logging` pa
 commands use it. `hide_rich_from_structlog()` arranges that structlog, whenever it is first
 imported, is imported with `rich` hidden, so it takes its no-rich path; rich itself stays
 importable for the CLI. Nothing is imported until then (the quick CLI commands import
-neither).
+neither). `greenlet` is hidden the same way: structlog imports it when installed (playwright,
+a test dependency, brings it; so do gevent and SQLAlchemy) for its deprecated thread-local
+context, which we never use; it maps the C++ runtime into the process (~1.5 MB of RSS).
 
 `pause_collector()` / `resume_collector()`: the `hermes` entry point runs its imports with
 the cyclic collector paused (see there).
@@ -32,8 +34,13 @@ __all__ = [
 ]
 
 
+#: Optional imports of structlog that fail (ImportError) while structlog itself is imported.
+HIDDEN_FROM_STRUCTLOG = ("rich", "greenlet")
+
+
 class _HidingLoader:
-    """Runs structlog's own loader with `import rich` failing (ImportError) meanwhile."""
+    """Runs structlog's own loader with `import rich` (and the rest of
+    `HIDDEN_FROM_STRUCTLOG`) failing meanwhile; a name already imported is left alone."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
@@ -43,15 +50,15 @@ class _HidingLoader:
         return module
 
     def exec_module(self, module: ModuleType) -> None:
-        if "rich" in sys.modules:
-            self._inner.exec_module(module)
-            return
-        sys.modules["rich"] = None  # type: ignore[assignment]  # None: `import rich` fails
+        hidden = [name for name in HIDDEN_FROM_STRUCTLOG if name not in sys.modules]
+        for name in hidden:
+            sys.modules[name] = None  # type: ignore[assignment]  # None: `import name` fails
         try:
             self._inner.exec_module(module)
         finally:
-            if sys.modules.get("rich", "") is None:
-                del sys.modules["rich"]
+            for name in hidden:
+                if sys.modules.get(name, "") is None:
+                    del sys.modules[name]
 
 
 class _StructlogFinder:
@@ -69,8 +76,9 @@ class _StructlogFinder:
 
 
 def hide_rich_from_structlog() -> None:
-    """Install the finder once; a no-op when structlog or rich is loaded already."""
-    if "structlog" in sys.modules or "rich" in sys.modules:
+    """Install the finder once (it hides all of `HIDDEN_FROM_STRUCTLOG`); a no-op when
+    structlog, or everything it would hide, is loaded already."""
+    if "structlog" in sys.modules or all(n in sys.modules for n in HIDDEN_FROM_STRUCTLOG):
         return
     if not any(isinstance(f, _StructlogFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _StructlogFinder())

@@ -14,8 +14,9 @@ from pathlib import Path
 
 LATE = ("openai", "trafilatura", "lxml", "telegram", "slack_bolt",
         "discord", "mcp", "jinja2", "prompt_toolkit",
-        # structlog's rich tracebacks (rich, pygments), the markdown-it fallback, Pillow
-        "rich", "pygments", "markdown_it", "PIL")
+        # structlog's rich tracebacks (rich, pygments) and greenlet thread-locals, the
+        # markdown-it fallback, Pillow
+        "rich", "pygments", "greenlet", "markdown_it", "PIL")
 #: Modules of ours a gateway on SQLite with `tools.terminal` off never needs: the replicas
 #: runtime (`storage.backend: postgres`) and the terminal tool with its dangerous-command rules.
 OFF = ("gateway.replicas", "agent_core.tools.builtin.terminal",
