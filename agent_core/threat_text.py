@@ -17,22 +17,18 @@ Three jobs, each linear in the text:
   `\\xNN`, `%NN`, or byte pairs separated by spaces or colons) long enough to hide a sentence,
   decoded; only results that are UTF-8 text come back.
 
-The confusables table comes from the Unicode confusables data shipped in the
-`confusable-homoglyphs` package (its `confusables.json`). That data lists each pair in both
-directions, so the prototype is recovered as the ASCII letter or digit a character is
-confusable with, or else one canonical member of its confusable group; the table is built once,
-on first use (about 0.1 s).
+The confusables table (`agent_core.confusables`) is built once, on first use, or read from
+the profile's cache.
 """
 
 from __future__ import annotations
 
 import binascii
-import functools
-import importlib.resources
-import json
 import re
 import unicodedata
 from collections.abc import Iterator
+
+from agent_core.confusables import table
 
 __all__ = ["MIN_BLOB_BYTES", "encoded_blobs", "fold", "hidden_character", "visible"]
 
@@ -105,7 +101,7 @@ _NON_ASCII_RE = re.compile(r"[^\x00-\x7f]+")
 
 
 def _translate_run(match: re.Match[str]) -> str:
-    return match.group().translate(_table())
+    return match.group().translate(table())
 
 
 def encoded_blobs(text: str) -> Iterator[tuple[str, str]]:
@@ -157,73 +153,3 @@ def _text_or_none(data: bytes) -> str | None:
     if _CONTROL_RE.search(decoded) or not any(c.isalpha() for c in decoded[:64]):
         return None
     return decoded
-
-
-# --- the confusables table --------------------------------------------------------------------
-
-_KEEP = frozenset(range(0x1100, 0x1200)) | frozenset(range(0x3130, 0x3190))  # Hangul jamo
-_LRM = str.maketrans("", "", "\u200e\u200f")
-
-
-def _base(ch: str) -> str:
-    """`ch` decomposed, case-folded and stripped of combining marks."""
-    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", ch).casefold())
-    return "".join(c for c in text if unicodedata.category(c) not in ("Mn", "Me"))
-
-
-def _confusable_pairs() -> Iterator[tuple[str, str]]:
-    resource = importlib.resources.files("confusable_homoglyphs").joinpath("confusables.json")
-    data: dict[str, list[dict[str, str]]] = json.loads(resource.read_text(encoding="utf-8"))
-    for key, entries in data.items():
-        for entry in entries:
-            yield key.translate(_LRM), entry["c"].translate(_LRM)
-
-
-def _prototypes() -> dict[str, str]:
-    """Folded non-ASCII character → its prototype (ASCII letters/digits, or a group member)."""
-    ascii_of: dict[str, str] = {}
-    parent: dict[str, str] = {}
-
-    def root(c: str) -> str:
-        while parent.get(c, c) != c:
-            c = parent[c]
-        return c
-
-    for left, right in _confusable_pairs():
-        (orig, a), (_, b) = sorted(((left, _base(left)), (right, _base(right))), key=_foldable)
-        if not _is_mapped(a) or a == b:
-            continue
-        if b.isascii():
-            if b.isalnum() and (a == orig or a not in ascii_of):
-                ascii_of[a] = "m" if b == "rn" else b
-        elif _is_mapped(b):
-            ra, rb = root(a), root(b)
-            if ra != rb:
-                parent[max(ra, rb, key=_rank)] = min(ra, rb, key=_rank)
-    group_ascii: dict[str, str] = {}
-    for c, proto in ascii_of.items():
-        group_ascii.setdefault(root(c), proto)
-    mapping = {c: ascii_of.get(c) or group_ascii.get(root(c)) or root(c) for c in parent}
-    mapping.update(ascii_of)
-    return {c: p for c, p in mapping.items() if c != p}
-
-
-def _is_mapped(c: str) -> bool:
-    return len(c) == 1 and not c.isascii() and ord(c) not in _KEEP
-
-
-def _foldable(pair: tuple[str, str]) -> bool:
-    return not _is_mapped(pair[1])
-
-
-def _rank(c: str) -> tuple[bool, int]:
-    return (not c.isalpha(), ord(c))
-
-
-@functools.cache
-def _table() -> dict[int, str | None]:
-    table: dict[int, str | None] = {ord(c): p for c, p in _prototypes().items()}
-    for cp in range(0x300, 0x20000):
-        if unicodedata.category(chr(cp)) in ("Mn", "Me"):
-            table[cp] = None
-    return table

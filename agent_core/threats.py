@@ -29,10 +29,12 @@ import importlib
 import re
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import structlog
 
+from agent_core.confusables import use_cache_dir
 from agent_core.threat_patterns import ENGLISH_AND_TECHNICAL, RawPattern
 from agent_core.threat_phrases import PHRASES
 from agent_core.threat_text import encoded_blobs, fold, hidden_character
@@ -140,8 +142,11 @@ def _rules() -> tuple[_Rule, ...]:
     return _COMPILED[0]
 
 
-def warm() -> None:
-    """Compile the rules in a daemon thread now (idempotent; returns at once)."""
+def warm(cache_dir: Path | None = None) -> None:
+    """Compile the rules in a daemon thread now (idempotent; returns at once). With
+    `cache_dir`, the confusables table is kept there across starts (`agent_core.confusables`)."""
+    if cache_dir is not None:
+        use_cache_dir(cache_dir)
     if not _COMPILED:
         threading.Thread(target=_rules, name="threat-rules", daemon=True).start()
 

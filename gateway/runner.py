@@ -453,7 +453,9 @@ class GatewayRunner:
                  expired=expired, rerun=rerun, requeued=held, parked=parts.manager.parked_count,
                  boot_id=parts.inbox.boot_id, host=socket.gethostname(),
                  event_loop=loop_name(asyncio.get_running_loop()))
-        threats.warm()  # in a thread: the first scan of a prompt file must not stall the loop
+        # in a thread: the first scan of a prompt file must not stall the loop; the
+        # confusables table is read from the profile's cache once it was built there
+        threats.warm(self.paths.cache)
 
     def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()
