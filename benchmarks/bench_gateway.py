@@ -53,6 +53,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.honest_floor import request_template, sdk_floor  # noqa: E402
 from benchmarks.phases import GCTimer, ThreadCPU, profile_split, profiled  # noqa: E402
 from gateway.events import ChatType, MessageEvent, OutboundMessage, SendResult, UserRef  # noqa: E402
 from gateway.ports import (  # noqa: E402
@@ -313,6 +314,28 @@ async def run_sessions(gw: Gateway, model: ModelProcess, sessions: int, per_sess
     return out
 
 
+async def one_chat_at_a_time(gw: Gateway, model: ModelProcess, chats: int, per_chat: int,
+                             prefix: str) -> dict[str, Any]:
+    """`chats` chats one after another, each sending `per_chat` messages: one event in flight
+    at a time, as in one long chat, but each request carries at most `per_chat` turns of
+    history, as in the many-session run (one chat of 300 messages sends up to 600 history
+    messages by its end, which the SDK encodes and the model receives every turn)."""
+    runs = [await run_sessions(gw, model, 1, per_chat, f"{prefix}{k}.") for k in range(chats)]
+    out: dict[str, Any] = {key: [v for r in runs for v in r[key]]
+                           for key in ("added", "inbound", "outbound", "e2e", "later",
+                                       "gc_pauses")}
+    out.update(events=sum(r["events"] for r in runs), wall=sum(r["wall"] for r in runs),
+               cpu=sum(r["cpu"] for r in runs), lost=sum(r["lost"] for r in runs),
+               order_ok=all(r["order_ok"] for r in runs))
+    out["eps"] = out["events"] / out["wall"]
+    reviews: dict[str, int] = {}
+    for r in runs:
+        for k, v in r["reviews"].items():
+            reviews[k] = reviews.get(k, 0) + v
+    out["reviews"] = reviews
+    return out
+
+
 async def _reviews(gw: Gateway) -> dict[str, int]:
     """Background self-reviews recorded so far, by status (`skipped` split by reason)."""
     counts: dict[str, int] = {}
@@ -375,88 +398,6 @@ async def baseline_roundtrip(model_url: str, n: int) -> list[float]:
         out.append(time.monotonic() - t0)
     await client.close()
     return out
-
-
-TOKEN = "@@TOKEN@@"
-
-
-def request_template(body: dict[str, Any]) -> bytes:
-    """A request the gateway sent (system prompt, tool schemas, history), encoded once with a
-    placeholder for the newest user message."""
-    import json
-
-    body = {**body, "messages": [dict(m) for m in body["messages"]]}
-    last_user = max(i for i, m in enumerate(body["messages"]) if m.get("role") == "user")
-    body["messages"][last_user]["content"] = f"message {TOKEN}"
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-async def sdk_floor(model_url: str, template: bytes, n: int, concurrency: int, *,
-                    db_path: Path | None = None, bare: bool = False) -> tuple[float, float]:
-    """What any one-process gateway on the openai SDK must at least spend per event, with no
-    gateway code at all: `concurrency` chats at a time, each event one streamed call through
-    the SDK the way the provider makes it (pre-encoded body of the gateway's own size,
-    aiohttp transport, chunks as dicts). With `db_path`, also the three durable writes the
-    issue requires (the dedup record, the user message before the call, the reply after it),
-    made through our storage layer (one writer, group commit, FTS5-indexed messages) or, with
-    `bare=True`, with bare `sqlite3` and none of our code (`honest_floor.BareWriter`: same
-    durability settings and indexes, one writer thread, group commit): the honest floor.
-    Returns (events/s, CPU ms per event in this process, all threads)."""
-    import openai
-
-    from benchmarks.honest_floor import BareWriter
-    from storage import StateStore
-
-    client = openai.AsyncOpenAI(base_url=model_url, api_key="sk-bench", max_retries=0,
-                                http_client=openai.DefaultAioHttpClient())
-    store: Any = None
-    bare_writer: BareWriter | None = None
-    sessions: list[str] = []
-    if db_path is not None and bare:
-        bare_writer = await BareWriter(db_path).__aenter__()
-        sessions = [f"f{k}" for k in range(concurrency)]
-    elif db_path is not None:
-        store = await StateStore.open(db_path)
-        for k in range(concurrency):
-            sessions.append((await store.create_session(source="bench", session_key=f"f{k}")).id)
-    sem = asyncio.Semaphore(concurrency)
-    serial = itertools.count()
-
-    async def one(i: int) -> None:
-        token = f"floor{next(serial)}"
-        async with sem:
-            if bare_writer is not None:
-                sid = sessions[i % concurrency]
-                await bare_writer.record_if_new("bench", token)
-                await bare_writer.append(sid, "user", f"message {token}")
-            elif store is not None:
-                sid = sessions[i % concurrency]
-                await store.record_if_new("bench", token)
-                await store.append_live(sid, [{"role": "user", "content": f"message {token}"}])
-            stream = await client.post(
-                "/chat/completions", cast_to=object, body=None, stream=True,
-                content=template.replace(TOKEN.encode(), token.encode()),
-                stream_cls=openai.AsyncStream[object],
-                options={"headers": {"Content-Type": "application/json"}})
-            async for _ in stream:
-                pass
-            if bare_writer is not None:
-                await bare_writer.append(sid, "assistant", f"ok {token}")
-            elif store is not None:
-                await store.append_live(sid, [{"role": "assistant", "content": f"ok {token}"}])
-
-    try:
-        await asyncio.gather(*(one(i) for i in range(min(n, 200))))
-        t0, c0 = time.monotonic(), time.process_time()
-        await asyncio.gather(*(one(i) for i in range(n)))
-        wall, cpu = time.monotonic() - t0, time.process_time() - c0
-    finally:
-        await client.close()
-        if store is not None:
-            await store.close()
-        if bare_writer is not None:
-            await bare_writer.__aexit__(None, None, None)
-    return n / wall, cpu / n * 1000
 
 
 async def idle_sessions(home: Path, model: ModelProcess, count: int) -> tuple[float, float]:
@@ -673,9 +614,13 @@ async def main_async(args: argparse.Namespace) -> None:
                            {"skills": {"review": {"enabled": False}}}) as gw:
             await run_sessions(gw, model, 5, 2, "w")
             one_plain = await run_sessions(gw, model, 1, n1, "one")
+            one_short = await one_chat_at_a_time(gw, model, n1 // 10, 10, "seq")
         report(f"1 session x {n1} messages", one, base_p50)
         report(f"1 session x {n1} messages, background self-review off (like for like: the "
                "many-session run below skips nearly all of its reviews)", one_plain, base_p50)
+        report(f"one chat at a time, {n1 // 10} chats x 10 messages, self-review off (like for "
+               "like with the many-session run: the same history depth, one event in flight)",
+               one_short, base_p50)
         report(f"{sessions} concurrent sessions x 10 messages (closed loop: each chat sends its "
                "next message when answered)", many, base_p50, ceil_rate)
         print(f"  the fake model's own process: {many['model_cpu_ms']:.2f} ms CPU per event "
@@ -687,7 +632,8 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"  the gateway's own CPU per event above the honest floor: {own:.2f} ms")
         print_phases(many["events"], threads, gct, split, prof_run["events"])
         verdict = {True: "met", False: "missed"}
-        for label, r in (("review on", one), ("review off", one_plain)):
+        for label, r in (("review on", one), ("review off", one_plain),
+                         ("one chat at a time, 10 messages each, review off", one_short)):
             ratio = pct(r["added"], 50) / base_p50
             cpu_one, cpu_many = (r["cpu"] / r["events"] * 1000,
                                  many["cpu"] / many["events"] * 1000)

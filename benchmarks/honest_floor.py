@@ -1,5 +1,8 @@
-"""The honest floor's storage: the three durable writes every event needs, done with bare
-`sqlite3` and none of our storage code (issue 21, deliverable 1).
+"""The honest floor (issue 21, deliverable 1): what any one-process gateway on the openai SDK
+must at least spend per event, with no gateway code at all (`sdk_floor`), and its storage: the
+three durable writes every event needs, done with bare `sqlite3` and none of our storage code
+(`BareWriter`). (`sdk_floor` can also make those writes through our store, for the old,
+labelled "store floor".)
 
 A floor that runs through our own store would hide the store's cost: a slow store lowers the
 floor and flatters the gateway's ratio to it. This one writes what any gateway of this design
@@ -18,6 +21,7 @@ Only the message and dedup tables exist; no sessions table, no outbox, no leases
 from __future__ import annotations
 
 import asyncio
+import itertools
 import queue
 import sqlite3
 import threading
@@ -25,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BareWriter"]
+__all__ = ["TOKEN", "BareWriter", "request_template", "sdk_floor"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS dedup (
@@ -121,3 +125,86 @@ def _resolve(done: list[tuple[asyncio.Future[bool], bool]]) -> None:
     for fut, result in done:
         if not fut.done():
             fut.set_result(result)
+
+
+# -- the floor itself: the SDK, and the writes (bare or through our store) -------------------
+
+TOKEN = "@@TOKEN@@"
+
+
+def request_template(body: dict[str, Any]) -> bytes:
+    """A request the gateway sent (system prompt, tool schemas, history), encoded once with a
+    placeholder for the newest user message."""
+    import json
+
+    body = {**body, "messages": [dict(m) for m in body["messages"]]}
+    last_user = max(i for i, m in enumerate(body["messages"]) if m.get("role") == "user")
+    body["messages"][last_user]["content"] = f"message {TOKEN}"
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+async def sdk_floor(model_url: str, template: bytes, n: int, concurrency: int, *,
+                    db_path: Path | None = None, bare: bool = False) -> tuple[float, float]:
+    """What any one-process gateway on the openai SDK must at least spend per event, with no
+    gateway code at all: `concurrency` chats at a time, each event one streamed call through
+    the SDK the way the provider makes it (pre-encoded body of the gateway's own size,
+    aiohttp transport, chunks as dicts). With `db_path`, also the three durable writes the
+    issue requires (the dedup record, the user message before the call, the reply after it),
+    made through our storage layer (one writer, group commit, FTS5-indexed messages) or, with
+    `bare=True`, with bare `sqlite3` and none of our code (`honest_floor.BareWriter`: same
+    durability settings and indexes, one writer thread, group commit): the honest floor.
+    Returns (events/s, CPU ms per event in this process, all threads)."""
+    import openai
+
+    from storage import StateStore
+
+    client = openai.AsyncOpenAI(base_url=model_url, api_key="sk-bench", max_retries=0,
+                                http_client=openai.DefaultAioHttpClient())
+    store: Any = None
+    bare_writer: BareWriter | None = None
+    sessions: list[str] = []
+    if db_path is not None and bare:
+        bare_writer = await BareWriter(db_path).__aenter__()
+        sessions = [f"f{k}" for k in range(concurrency)]
+    elif db_path is not None:
+        store = await StateStore.open(db_path)
+        for k in range(concurrency):
+            sessions.append((await store.create_session(source="bench", session_key=f"f{k}")).id)
+    sem = asyncio.Semaphore(concurrency)
+    serial = itertools.count()
+
+    async def one(i: int) -> None:
+        token = f"floor{next(serial)}"
+        async with sem:
+            if bare_writer is not None:
+                sid = sessions[i % concurrency]
+                await bare_writer.record_if_new("bench", token)
+                await bare_writer.append(sid, "user", f"message {token}")
+            elif store is not None:
+                sid = sessions[i % concurrency]
+                await store.record_if_new("bench", token)
+                await store.append_live(sid, [{"role": "user", "content": f"message {token}"}])
+            stream = await client.post(
+                "/chat/completions", cast_to=object, body=None, stream=True,
+                content=template.replace(TOKEN.encode(), token.encode()),
+                stream_cls=openai.AsyncStream[object],
+                options={"headers": {"Content-Type": "application/json"}})
+            async for _ in stream:
+                pass
+            if bare_writer is not None:
+                await bare_writer.append(sid, "assistant", f"ok {token}")
+            elif store is not None:
+                await store.append_live(sid, [{"role": "assistant", "content": f"ok {token}"}])
+
+    try:
+        await asyncio.gather(*(one(i) for i in range(min(n, 200))))
+        t0, c0 = time.monotonic(), time.process_time()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        wall, cpu = time.monotonic() - t0, time.process_time() - c0
+    finally:
+        await client.close()
+        if store is not None:
+            await store.close()
+        if bare_writer is not None:
+            await bare_writer.__aexit__(None, None, None)
+    return n / wall, cpu / n * 1000
