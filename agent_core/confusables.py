@@ -22,11 +22,11 @@ import functools
 import hashlib
 import importlib.util
 import json
-import os
-import tempfile
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
+
+from hermes_common.atomic import atomic_write
 
 __all__ = ["TABLE_FORMAT", "build", "cache_name", "data_file", "table", "use_cache_dir"]
 
@@ -93,20 +93,10 @@ def _load(path: Path) -> dict[int, str | None] | None:
 
 def _store(path: Path, built: dict[int, str | None]) -> None:
     """Write atomically (a reader never sees half a file); a failure is only a lost cache."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".fold-table-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({str(k): v for k, v in built.items()}, f, ensure_ascii=True,
-                          separators=(",", ":"))
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    except OSError:
-        pass
+    data = json.dumps({str(k): v for k, v in built.items()}, ensure_ascii=True,
+                      separators=(",", ":")).encode()
+    with contextlib.suppress(OSError):
+        atomic_write(path, data, prefix=".fold-table-")
 
 
 _KEEP = frozenset(range(0x1100, 0x1200)) | frozenset(range(0x3130, 0x3190))  # Hangul jamo

@@ -28,7 +28,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from agent_core.threats import ThreatScope, screen
+from hermes_common.atomic import atomic_write
 
 try:  # POSIX advisory locks; elsewhere the in-process lock still serialises writers.
     import fcntl
@@ -394,19 +394,6 @@ class MemoryStore:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` via a temp file in the same directory and `os.replace`.
-
-    Raises OSError; the temp file never survives a failure.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".mem_", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write `text` (UTF-8, newlines as given) to `path` whole; raises OSError, and the temp
+    file never survives a failure."""
+    atomic_write(path, text.encode("utf-8"), prefix=".mem_")

@@ -16,7 +16,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -32,6 +31,7 @@ from agent_core.skills.format import (
 )
 from agent_core.skills.metacache import read_meta, save_snapshot
 from agent_core.threats import screen_skill
+from hermes_common.atomic import atomic_write as _atomic_write
 
 __all__ = [
     "AUDIT_FILE",
@@ -83,18 +83,7 @@ def _lock(root: Path) -> threading.Lock:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Write `data` to `path` through a temp file in the same folder and `os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".skill_", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    _atomic_write(path, data, prefix=".skill_")
 
 
 class SkillStore:
