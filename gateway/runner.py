@@ -258,10 +258,9 @@ class GatewayRunner:
         if parts.replicas is not None:  # storage.backend: postgres (docs/scale-out.md)
             from gateway.replicas import replica_for
 
-            self.replica = replica_for(parts, self.config.gateway.replicas,
+            self.replica = replica_for(parts, parts.replicas, self.config.gateway.replicas,
                                        home=str(self.paths.root), locked=self._take_locks,
                                        clock=self._clock, on_retired=lambda: self.request_stop(1))
-        if self.replica is not None:
             stack.push_async_callback(_quietly, "replica", self.replica.stop)
             await self.replica.start()
         self.paths.cache.mkdir(parents=True, exist_ok=True)
@@ -453,9 +452,7 @@ class GatewayRunner:
                  expired=expired, rerun=rerun, requeued=held, parked=parts.manager.parked_count,
                  boot_id=parts.inbox.boot_id, host=socket.gethostname(),
                  event_loop=loop_name(asyncio.get_running_loop()))
-        # in a thread: the first scan of a prompt file must not stall the loop; the
-        # confusables table is read from the profile's cache once it was built there
-        threats.warm(self.paths.cache)
+        threats.warm(self.paths.cache)  # in a thread; the fold table is kept in cache/
 
     def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()

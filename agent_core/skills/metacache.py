@@ -17,6 +17,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from agent_core.skills.format import FormatError, SkillMeta, parse_skill
+from hermes_common.atomic import atomic_write
 
 __all__ = ["SNAPSHOT_FILE", "MetaCache", "read_meta", "save_snapshot"]
 
@@ -106,10 +107,9 @@ class MetaCache:
             entries = {k[len(prefix):]: [list(ident), _to_json(*cached)]
                        for k, (ident, cached) in self._items.items() if k.startswith(prefix)}
         with contextlib.suppress(OSError):
-            from agent_core.skills.store import atomic_write  # the one atomic writer
-
             atomic_write(root / SNAPSHOT_FILE, json.dumps(
-                {"version": _VERSION, "entries": entries}, ensure_ascii=False).encode())
+                {"version": _VERSION, "entries": entries}, ensure_ascii=False).encode(),
+                prefix=".skill_")
 
 
 def _parse(path: str) -> Cached:

@@ -268,14 +268,12 @@ class ReplicaRuntime:
             self._pending.pop(key, None)
 
 
-def replica_for(parts: GatewayParts, settings: ReplicasConfig, *, home: str, locked: bool,
-                on_retired: Callable[[], None],
-                clock: Callable[[], float] = time.time) -> ReplicaRuntime | None:
-    """The runtime of a gateway whose parts were wired as a replica (None: SQLite).
-    `locked`: the process holds its profile's single-instance lock."""
-    if parts.replicas is None:
-        return None
-    return ReplicaRuntime(parts.store, parts.replicas, parts.manager, settings, home=home,
+def replica_for(parts: GatewayParts, sessions: ReplicaSessions, settings: ReplicasConfig, *,
+                home: str, locked: bool, on_retired: Callable[[], None],
+                clock: Callable[[], float] = time.time) -> ReplicaRuntime:
+    """The runtime of a gateway whose parts were wired as a replica (`parts.replicas`, given
+    as `sessions`). `locked`: the process holds its profile's single-instance lock."""
+    return ReplicaRuntime(parts.store, sessions, parts.manager, settings, home=home,
                           retire_same_home=locked, leaders=parts.leaders,
                           on_retired=on_retired, clock=clock)
 
