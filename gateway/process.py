@@ -14,6 +14,7 @@ from typing import Any
 
 import structlog
 
+from hermes_common import codecache
 from hermes_common.lean import resume_collector
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "SHUTDOWN_GRACE_S",
     "detect_ca_bundle",
     "hard_exit",
+    "keep_startup_code",
     "process_stats",
     "resettle_heap",
     "settle_heap",
@@ -58,6 +60,17 @@ def settle_heap() -> None:
         _thresholds = gc.get_threshold()
         gc.set_threshold(YOUNG_THRESHOLD, 1, *_thresholds[2:])
     gc.collect()  # the callback freezes what survived
+    keep_startup_code()
+
+
+def keep_startup_code() -> None:
+    """Start-up is over: the dataclass methods it compiled are kept for the next start
+    (`hermes_common.codecache`), written by a short-lived thread. A no-op when `hermes
+    gateway run` did not install the cache (tests, benchmarks)."""
+    if codecache.active() is None:
+        return
+    threading.Thread(target=codecache.finish_dataclass_code, name="hermes-keep-startup-code",
+                     daemon=True).start()
 
 
 #: Net allocations between young collections (700 by default: at 5,000 the collector ran

@@ -3,6 +3,7 @@ the entry point's fast path (`gateway.cli.entry`) both call `serve()`."""
 
 from __future__ import annotations
 
+from hermes_common.codecache import finish_dataclass_code, use_dataclass_code
 from hermes_common.lean import pause_collector, resume_collector
 
 
@@ -14,13 +15,18 @@ def serve(*, replace: bool) -> int:
     # paused until the gateway is ready (`gateway.process.settle_heap` resumes it).
     pause_collector()
     try:
+        from gateway.paths import paths
+
+        # The dataclass methods compiled by earlier starts, for the imports below; what this
+        # start compiled is kept once it is ready (`gateway.process.settle_heap`).
+        use_dataclass_code(paths().cache)
         from gateway.cli.bootstrap import current, fail, load_config_or_exit, warn
         from gateway.config import EXIT_CONFIG
         from gateway.config.readiness import missing_message, missing_parts
         from gateway.eventloop import run as run_loop
         from gateway.instance import AlreadyRunning
         from gateway.logging import configure_from_config
-        from gateway.paths import ensure_profile_dirs, paths
+        from gateway.paths import ensure_profile_dirs
         from gateway.runner import GatewayRunner
 
         loaded = load_config_or_exit()
@@ -41,3 +47,4 @@ def serve(*, replace: bool) -> int:
             fail(f"{exc} (use --replace to take over)", EXIT_CONFIG)
     finally:
         resume_collector()
+        finish_dataclass_code()  # a start that failed early keeps what it compiled too
