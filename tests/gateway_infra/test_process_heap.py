@@ -38,6 +38,34 @@ def test_survivors_of_a_full_collection_are_frozen_until_the_hourly_resettle() -
         unsettle_heap()
 
 
+def test_settling_walks_nothing_and_start_up_garbage_waits_for_the_first_resettle() -> None:
+    unsettle_heap()
+    a, b = _cycle()  # garbage start-up left behind, and a live object of start-up
+    gone = weakref.ref(a)
+    kept = Node()
+    del a, b
+    walks: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            walks.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        settle_heap()
+        assert walks == []  # no collection at ready: it stalled the loop for 40-60 ms
+    finally:
+        gc.callbacks.remove(count)
+    try:
+        assert not any(o is kept for o in gc.get_objects())  # frozen: never walked again
+        gc.collect()
+        assert gone() is not None  # frozen garbage waits ...
+        resettle_heap()
+        assert gone() is None  # ... for the hourly resettle
+    finally:
+        unsettle_heap()
+
+
 def test_without_settling_nothing_is_frozen_and_there_is_nothing_to_resettle() -> None:
     unsettle_heap()
     assert gc.get_freeze_count() == 0
