@@ -96,3 +96,18 @@ def test_the_cache_is_bounded_by_transcripts_and_messages() -> None:
     big.repair([{"role": "user", "content": "y"}] * 30)
     cache.get("s9")
     assert len(cache) == 1  # the oldest went first; the one in use stays
+
+
+def test_the_message_bound_holds_within_one_turn_per_transcript_between_recounts() -> None:
+    """Sizes are taken at each get (before that turn adds to its transcript) and recounted
+    whole every RECOUNT_EVERY gets: the bound is never passed by more than one turn's
+    growth per transcript, and a recount puts it right."""
+    cache = TranscriptWires(max_transcripts=100, max_messages=60)
+    turn = [{"role": "user", "content": "x"}] * 6
+    for i in range(3 * TranscriptWires.RECOUNT_EVERY):
+        cache.get(f"s{i}").repair(turn)  # a new transcript each time, one turn of 6
+        remembered = sum(len(w) for w in cache._items.values())  # noqa: SLF001
+        assert remembered <= 60 + 6 * len(cache)
+        if (i + 1) % TranscriptWires.RECOUNT_EVERY == 0:  # this get recounted
+            assert remembered <= 60 + 6  # only the turn after the recount is uncounted
+    assert len(cache) < 3 * TranscriptWires.RECOUNT_EVERY  # evictions happened
