@@ -91,6 +91,24 @@ async def test_pragmas_on_connections(store: StateStore) -> None:
     assert await store.load_history(s.id) == []
 
 
+async def test_the_writer_and_the_readers_keep_pages_for_a_busy_profile(tmp_path: Path) -> None:
+    """The writer reads in its transactions too (a turn's history, session rows, index
+    entries): a page cache of SQLite's default 2 MB re-read pages at 1,000 chats."""
+    from storage.db import READ_CACHE_KIB, WRITE_CACHE_KIB
+
+    async with await StateStore.open(tmp_path / "state.db") as st:
+        writer = st._writer._conn  # noqa: SLF001 - the connection's own settings
+        async with writer.execute("PRAGMA cache_size") as cur:
+            assert (await cur.fetchone())[0] == -WRITE_CACHE_KIB == -16 * 1024
+        async with writer.execute("PRAGMA synchronous") as cur:
+            assert (await cur.fetchone())[0] == 1  # NORMAL: durable across a process crash
+        async with st._readers.conn() as reader:  # noqa: SLF001
+            async with reader.execute("PRAGMA cache_size") as cur:
+                assert (await cur.fetchone())[0] == -READ_CACHE_KIB
+            async with reader.execute("PRAGMA query_only") as cur:
+                assert (await cur.fetchone())[0] == 1
+
+
 async def test_v2_guard_encodings_become_columns(tmp_path: Path) -> None:
     from _storage_testlib import old_schema_db
 
