@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from storage.db import ReaderPool, Writer, with_busy_retry
-from storage.errors import SessionNotFoundError
+from storage.errors import SessionNotFoundError, StorageError
 from storage.histcache import HistoryCache
 from storage.sqlconn import Conn, Row
 from storage.syncconn import SqliteConn, drive, run_in_thread
@@ -61,6 +63,10 @@ class StoreBase:
         """Run `fn` on a read connection."""
         raise NotImplementedError
 
+    async def _index_for_search(self) -> None:
+        """Bring the search index up to the messages before a search (a backend whose index
+        follows every write, PostgreSQL's, has nothing to do)."""
+
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         async def fn(conn: Conn) -> list[Row]:
             return await conn.execute_fetchall(sql, params)
@@ -85,6 +91,12 @@ class SqliteBase(StoreBase):
 
     async def _write_merged(self, key: str, payload: Any) -> Any:
         return await self._writer.submit_merged(key, payload)
+
+    async def _index_for_search(self) -> None:
+        """Index every message stored so far before a search reads the index
+        (`storage.searchindex`); a failure leaves the search what was indexed."""
+        with contextlib.suppress(StorageError, sqlite3.Error):
+            await self._writer.index_search()
 
     async def _read(self, fn: Callable[[Conn], Coroutine[Any, Any, T]]) -> T:
         """Run `fn` in a reader's thread, all its statements in one hand-off."""

@@ -26,8 +26,9 @@ from typing import Any
 import aiosqlite
 
 from hermes_common.backoff import Backoff
-from storage.errors import StorageBusyError
+from storage.errors import StorageBusyError, StoreClosedError
 from storage.migrations import migrate_sync
+from storage.searchindex import INDEX_BATCH, INDEX_DELAY_S, index_pending
 from storage.syncconn import SqliteConn, drive, run_in_thread
 from storage.writequeue import GroupCommitWriter, MergedOp, Op, WriteItem
 
@@ -166,21 +167,71 @@ class Writer(GroupCommitWriter):
     raise whatever the operation raised (the operation's writes are rolled back, other
     operations of the batch still commit), `StorageBusyError` when the lock could not be
     taken within the retry budget, and `StoreClosedError` after `close()`.
+
+    The writer also keeps the search index a moment behind the messages
+    (`storage.searchindex`): `INDEX_DELAY_S` after a batch, at open, before a search
+    (`index_search()`) and at close.
     """
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         super().__init__()
         self._conn = conn
+        self._index_timer: asyncio.TimerHandle | None = None
+        self._index_tasks: set[asyncio.Task[None]] = set()
+        self._index_stopped = False
+        self.index_runs = 0
+        self.index_errors = 0
 
     @classmethod
     async def start(cls, path: Path) -> Writer:
         writer = cls(await connect(path))
         writer._launch()
+        writer._index_soon(0.0)  # what a crash left unindexed
         return writer
 
+    async def index_search(self) -> int:
+        """Index every message stored so far (`storage.searchindex`); how many were waiting.
+        Raises what the write raises."""
+        total = 0
+        while True:
+            n: int = await self.submit(index_pending)
+            total += n
+            if n < INDEX_BATCH:
+                return total
+
+    def _index_soon(self, delay: float = INDEX_DELAY_S) -> None:
+        if self._index_timer is None and not self._index_stopped:
+            self._index_timer = asyncio.get_running_loop().call_later(delay, self._index_fire)
+
+    def _index_fire(self) -> None:
+        self._index_timer = None
+        task = asyncio.get_running_loop().create_task(self._index_quietly(),
+                                                      name="storage-search-index")
+        self._index_tasks.add(task)
+        task.add_done_callback(self._index_tasks.discard)
+
+    async def _index_quietly(self) -> None:
+        try:
+            await self.index_search()
+            self.index_runs += 1
+        except StoreClosedError:
+            pass
+        except Exception:  # noqa: BLE001 - tried again after the next write; searches
+            self.index_errors += 1  # find what was indexed meanwhile
+
     async def close(self) -> None:
-        """Finish every queued operation, then close the connection. Idempotent; also closes
-        the connection of a writer that already stopped on an error (its callers got it)."""
+        """Index what is waiting, finish every queued operation, then close the connection.
+        Idempotent; also closes the connection of a writer that already stopped on an error
+        (its callers got it)."""
+        self._index_stopped = True
+        if self._index_timer is not None:
+            self._index_timer.cancel()
+            self._index_timer = None
+        if not self._closing and not self._closed:
+            with contextlib.suppress(Exception):
+                await self.index_search()
+        if self._index_tasks:
+            await asyncio.wait(set(self._index_tasks))
         if not await self._drain_for_close():
             return
         with contextlib.suppress(sqlite3.Error, ValueError):
@@ -210,6 +261,8 @@ class Writer(GroupCommitWriter):
                 return
             break
         self._resolve(batch, results)
+        if any(item.op is not index_pending for item in batch):
+            self._index_soon()  # (a batch that only indexed leaves nothing new)
 
     async def _rollback(self) -> None:
         with contextlib.suppress(sqlite3.Error):

@@ -234,6 +234,7 @@ class SearchMixin(StoreBase):
                 return []
             return await _context(conn, found, pq)
 
+        await self._index_for_search()  # what this process stored, however recently
         try:
             return await self._read(fn)
         except (sqlite3.Error, ValueError, OverflowError):

@@ -29,6 +29,7 @@ from storage.migrations import (
     m0009_replicas,
     m0010_outbox_replies,
     m0011_history_check,
+    m0012_search_index_behind,
 )
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "STEPS", "Step", "migrate_sync", "split_statements"]
@@ -64,6 +65,7 @@ STEPS: tuple[Step, ...] = _steps(
     m0009_replicas,
     m0010_outbox_replies,
     m0011_history_check,
+    m0012_search_index_behind,
 )
 MIGRATIONS: tuple[str, ...] = tuple(step.sqlite for step in STEPS)
 SCHEMA_VERSION = len(MIGRATIONS)
