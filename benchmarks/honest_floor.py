@@ -11,7 +11,9 @@ must write, the way a careful hand-written one would:
 - the same durability settings as `state.db` (WAL, `synchronous=NORMAL`, autocommit mode
   with explicit transactions);
 - the same indexing work on messages (a table with the session index, the word FTS5 index and
-  the trigram index, maintained by triggers), so search costs the floor what it costs us;
+  the trigram index), so search costs the floor what it costs us, done as we do it: not in
+  each message's insert but a moment later for everything stored since (`INDEX_DELAY_S`
+  after a commit, in the writer's thread, as `storage.searchindex`);
 - one writer thread; writes queue up while it commits, and it commits everything queued in
   one transaction (group commit), then resolves each caller's future on the loop.
 
@@ -43,11 +45,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
     content, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS messages_trigram USING fts5(
     content, content='messages', content_rowid='id', tokenize='trigram');
-CREATE TRIGGER IF NOT EXISTS messages_fts_ai AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
-    INSERT INTO messages_trigram(rowid, content) VALUES (new.id, new.content);
-END;
 """
+#: The search index follows the messages this long after a commit (as `storage.searchindex`).
+INDEX_DELAY_S = 0.25
+INDEX = (
+    "INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages WHERE id > ?",
+    "INSERT INTO messages_trigram(rowid, content) SELECT id, content FROM messages WHERE id > ?",
+)
 
 _Write = tuple[str, tuple[Any, ...], "asyncio.Future[bool]"]
 
@@ -97,6 +101,7 @@ class BareWriter:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(SCHEMA)
         loop.call_soon_threadsafe(ready.set_result, None)
+        indexed, last_index = 0, time.monotonic()
         try:
             while True:
                 first = self._q.get()
@@ -117,6 +122,13 @@ class BareWriter:
                 conn.execute("COMMIT")
                 loop.call_soon_threadsafe(_resolve, [(f, r) for (_, _, f), r
                                                      in zip(batch, results, strict=True)])
+                if time.monotonic() - last_index >= INDEX_DELAY_S:
+                    conn.execute("BEGIN IMMEDIATE")
+                    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
+                    for sql in INDEX:
+                        conn.execute(sql, (indexed,))
+                    conn.execute("COMMIT")
+                    indexed, last_index = top, time.monotonic()
         finally:
             conn.close()
 
