@@ -10,7 +10,9 @@ the messages stored since the last run are indexed in one statement per FTS tabl
 - before any search of the process (`SearchMixin.search`), so a search finds what the same
   process stored, however recently;
 - when the store closes, and once at open (what a crash left unindexed).
-Another process's search (the CLI) runs the same step through its own writer first.
+Another process's search (the CLI) runs the same step through its own writer first; a tool
+that fills the file without the store (`hermes storage migrate --to sqlite`) indexes at the
+end (`index_all_sync`).
 
 `search_index.upto` is the highest message id indexed; ids only grow (`insert_rows` takes
 the next after every id ever used), so the rows above it are exactly the ones waiting. The
@@ -21,9 +23,12 @@ writer runs the next at once), so no batch of writes waits long behind it.
 
 from __future__ import annotations
 
-from storage.sqlconn import Conn
+import sqlite3
 
-__all__ = ["INDEX_BATCH", "INDEX_DELAY_S", "index_pending"]
+from storage.sqlconn import Conn
+from storage.syncconn import SqliteConn, drive
+
+__all__ = ["INDEX_BATCH", "INDEX_DELAY_S", "index_all_sync", "index_pending"]
 
 INDEX_DELAY_S = 0.25
 INDEX_BATCH = 1000
@@ -52,3 +57,21 @@ async def index_pending(conn: Conn) -> int:
     await conn.execute("INSERT INTO search_index (id, upto) VALUES (1, ?)"
                        " ON CONFLICT (id) DO UPDATE SET upto = excluded.upto", (int(top),))
     return count
+
+
+def index_all_sync(raw: sqlite3.Connection) -> int:
+    """Index everything waiting, through a plain `sqlite3` connection in autocommit mode
+    (`isolation_level=None`), one transaction per `INDEX_BATCH`: for tools that write the
+    file without the store's writer (`hermes storage migrate --to sqlite`). Blocking."""
+    total = 0
+    while True:
+        raw.execute("BEGIN IMMEDIATE")
+        try:
+            n = drive(index_pending(SqliteConn(raw)))
+            raw.execute("COMMIT")
+        except BaseException:
+            raw.execute("ROLLBACK")
+            raise
+        total += n
+        if n < INDEX_BATCH:
+            return total

@@ -31,6 +31,7 @@ from storage.errors import StorageError
 from storage.postgres.conn import to_postgres
 from storage.postgres.db import connect
 from storage.postgres.schema import TABLES, migrate
+from storage.searchindex import index_all_sync
 
 __all__ = ["TableReport", "TransferMismatch", "TransferNotEmpty", "transfer"]
 
@@ -280,6 +281,8 @@ async def transfer(direction: Direction, *, sqlite_path: Path, dsn: str, resume:
         if bad:
             raise TransferMismatch(f"copy does not match its source: {', '.join(bad)}",
                                    reports)
+        if lite.sqlite is not None and dst is lite:  # the search index follows the messages
+            await asyncio.to_thread(index_all_sync, lite.sqlite)
         return reports
     finally:
         if lite.sqlite is not None:
