@@ -6,8 +6,9 @@ the issue-6 budget is 5 ms for all of it): raw text is collected only inside lin
 and a dialect whose text escaping maps characters one by one converts all text in one call
 (`Dialect.bulk_text`). The output matches the markdown-it-py walker in
 `hermes_common.text.markdown` (the reference) for CommonMark + strikethrough; differences are the
-parsers' own (pulldown-cmark also reads `~single~` tildes as strikethrough, and ordered lists
-count up from their first number).
+parsers' own (pulldown-cmark also reads `~single~` tildes as strikethrough, ordered lists
+count up from their first number, and the spaces after a literal backslash that ends a line
+are dropped before the line break, as CommonMark says, where markdown-it-py keeps one).
 
 Importing this module raises `ImportError` when pyromark is not installed.
 """

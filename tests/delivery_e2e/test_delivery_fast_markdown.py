@@ -83,7 +83,8 @@ def test_delivery_fast_walker_matches_reference_on_a_rich_reply(dialect: str) ->
 def test_delivery_fast_walker_matches_reference_property(pieces: list[str], dialect: str) -> None:
     src = "".join(pieces)
     if (_FENCE_INFO_ESCAPES.search(src) or _HTML_BLOCK.search(src) or _EMPTY_ITEM.search(src)
-            or re.search(r"(?<!~)(~|~{3,})(?!~)|\\~|`{4,}|```[ \t]|^ *\d+\.", src, re.MULTILINE)):
+            or re.search(r"(?<!~)(~|~{3,})(?!~)|\\~|`{4,}|```[ \t]|^ *\d+\.", src, re.MULTILINE)
+            or re.search(r"\\[ \t]+\n", src)):
         return  # the documented differences
     assert render_markdown(src, dialect, backend="pyromark") == render_markdown(
         src, dialect, backend="markdown-it-py")
@@ -93,6 +94,10 @@ def test_delivery_fast_walker_documented_differences() -> None:
     assert render_markdown("1. a\n1. b", "plain", backend="pyromark") == "1. a\n2. b"
     assert render_markdown("1. a\n1. b", "plain", backend="markdown-it-py") == "1. a\n1. b"
     assert render_markdown("~gone~", "telegram_html", backend="pyromark") == "<s>gone</s>"
+    # a literal backslash ending a line with spaces: CommonMark drops the spaces before the
+    # soft break, as pyromark does; markdown-it-py keeps one
+    assert render_markdown("a\\ \nb", "plain", backend="pyromark") == "a\\\nb"
+    assert render_markdown("a\\ \nb", "plain", backend="markdown-it-py") == "a\\ \nb"
 
 
 def test_delivery_render_parts_long_reply_fits_every_dialect() -> None:
