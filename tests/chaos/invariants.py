@@ -19,8 +19,10 @@ For every accepted user message (see `tests.chaos.platforms` for "accepted"):
   catch-up after a reconnect reads history in posting order);
 - no cross-chat: no answer naming a marker lands in another chat or thread, and no stored
   row holds a marker in another chat's session;
-- `PRAGMA integrity_check` is ok; no compression lease is held by a dead process after its
-  expiry (once expired it can be taken); nothing is left held in the durable inbox;
+- `PRAGMA integrity_check` is ok, and so are FTS5's own checks of the search indexes, which
+  cover every stored message once the gateway stopped cleanly; no compression lease is held
+  by a dead process after its expiry (once expired it can be taken); nothing is left held in
+  the durable inbox;
 - the gateway's memory is bounded (peak RSS under a limit, no steady growth).
 """
 
@@ -113,10 +115,20 @@ def _db_rows(db: Path) -> tuple[list[tuple[int, str, str]], dict[str, str], str,
         rows = [(rid, chats.get(sid, "?/-"), str(content or "")) for rid, sid, content in raw
                 if not copied(sid, str(content or ""))]
         integrity = str(c.execute("PRAGMA integrity_check").fetchone()[0])
+        upto, top = c.execute("SELECT (SELECT upto FROM search_index), "
+                              "(SELECT COALESCE(MAX(id), 0) FROM messages)").fetchone()
+        if upto != top:  # the cleanly stopped gateway indexed everything it stored
+            integrity += f"; search index behind the messages: {upto} < {top}"
         leases = [(str(s), h, float(e)) for s, h, e in c.execute(
             "SELECT session_id, holder, expires_at FROM compression_leases")]
         held = int(c.execute(
             "SELECT count(*) FROM inbound_events WHERE held IS NOT NULL").fetchone()[0])
+    with contextlib.closing(sqlite3.connect(db, timeout=30)) as w:  # FTS5's checks run as
+        try:                                                         # writes: not read-only
+            w.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+            w.execute("INSERT INTO messages_trigram(messages_trigram) VALUES ('integrity-check')")
+        except sqlite3.DatabaseError as exc:
+            integrity += f"; search index: {exc}"
     return rows, chats, integrity, leases, held
 
 
