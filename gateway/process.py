@@ -69,12 +69,13 @@ def settle_heap() -> None:
 
 def keep_startup_code() -> None:
     """Start-up is over: the dataclass methods it compiled are kept for the next start
-    (`hermes_common.codecache`), written by a short-lived thread. A no-op when `hermes
-    gateway run` did not install the cache (tests, benchmarks)."""
+    (`hermes_common.codecache`), written by a short-lived thread (not a daemon: a stop right
+    after ready lets it finish its few milliseconds rather than leave a temp file). A no-op
+    when `hermes gateway run` did not install the cache (tests, benchmarks)."""
     if codecache.active() is None:
         return
     threading.Thread(target=codecache.finish_dataclass_code, name="hermes-keep-startup-code",
-                     daemon=True).start()
+                     daemon=False).start()
 
 
 #: Net allocations between young collections (700 by default: at 5,000 the collector ran
