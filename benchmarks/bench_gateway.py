@@ -440,21 +440,12 @@ def time_to_ready(model_url: str, runs: int, idle_s: float) -> tuple[list[float]
     database and the profile's caches) goes before them, untimed."""
     import urllib.request
 
-    import yaml
+    from benchmarks.bench_startup import env_for, home_with_api
 
     out: list[float] = []
     idle_cpu = float("nan")
-    home = Path(tempfile.mkdtemp(prefix="bench-gw-"))
-    hp = free_port()
-    (home / "config.yaml").write_text(yaml.safe_dump({
-        "providers": {"main": {"base_url": model_url, "api_keys": ["sk-bench"],
-                               "model": "fake-model"}},
-        "platforms": {"api": {"enabled": True, "port": free_port(), "api_keys": ["k"]}},
-        "gateway": {"health": {"port": hp}},
-        "logging": {"file": {"enabled": False}},
-    }))
-    env = {**os.environ, "HERMES_HOME": str(home), "HERMES_LOCK_DIR": str(home / "locks")}
-    env.pop("NOTIFY_SOCKET", None)
+    home, hp = home_with_api(model_url)
+    env = env_for(home)
     for n in range(-1, runs):
         t0 = time.monotonic()
         proc = subprocess.Popen([str(Path(sys.executable).with_name("hermes")), "gateway", "run"],

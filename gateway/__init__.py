@@ -1,7 +1,10 @@
 """Hermes Gateway: the daemon, its configuration, profiles and command line."""
 
-from hermes_common.deferred_ca import defer_aiohttp_ca
-from hermes_common.lean import hide_rich_from_structlog, skip_pydantic_plugin_scan
+from hermes_common.lean import (
+    defer_aiohttp_ca,
+    hide_rich_from_structlog,
+    skip_pydantic_plugin_scan,
+)
 
 hide_rich_from_structlog()  # structlog, when first imported, skips rich (start-up time)
 defer_aiohttp_ca()  # aiohttp's TLS contexts load the CA bundle when first used (start-up)

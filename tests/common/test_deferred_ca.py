@@ -1,4 +1,5 @@
-"""hermes_common.deferred_ca: aiohttp's TLS client contexts load the CA bundle when first used.
+"""hermes_common.lean.defer_aiohttp_ca (with hermes_common.tls_context): aiohttp's TLS client
+contexts load the CA bundle when first used.
 
 What a user would notice if it were wrong: a TLS connection that verifies nothing, or one
 that trusts nothing. So the contexts are checked end to end against local HTTPS servers:
