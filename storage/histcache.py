@@ -16,8 +16,9 @@ also drops the entry in this process); the length catches a revision made by ano
 The check reads the database, not a notification, so it holds for writers elsewhere (the
 `hermes sessions compress` CLI, another replica). Bounded by sessions and by rows; least
 recently read first out: 4,096 sessions (a bot with a thousand chats in flight keeps them
-all: at 256, every turn of the 1,000-chat benchmark decoded its history again) and 50,000
-rows in all.
+all: at 256, every turn of the 1,000-chat benchmark decoded its history again), 50,000 rows
+and 32 million characters of text in all (a short row takes ~0.5 KB decoded, so the cache
+stays under ~60 MB however long the messages).
 """
 
 from __future__ import annotations
@@ -44,11 +45,14 @@ class HistoryCache:
     """Thread-safe (readers run in threads); entries are immutable tuples of rows that callers
     get shallow copies of."""
 
-    def __init__(self, *, max_sessions: int = 4096, max_rows: int = 50_000) -> None:
+    def __init__(self, *, max_sessions: int = 4096, max_rows: int = 50_000,
+                 max_chars: int = 32_000_000) -> None:
         self._max_sessions = max_sessions
         self._max_rows = max_rows
+        self._max_chars = max_chars
         self._entries: OrderedDict[str, CachedHistory] = OrderedDict()
         self._rows = 0
+        self._chars = 0
         self._lock = threading.Lock()
         self.hits = self.extended = self.misses = 0
 
@@ -61,23 +65,25 @@ class HistoryCache:
 
     def put(self, session_id: str, entry: CachedHistory) -> None:
         with self._lock:
-            old = self._entries.pop(session_id, None)
-            if old is not None:
-                self._rows -= len(old.rows)
-            if len(entry.rows) > self._max_rows:
+            self._drop(self._entries.pop(session_id, None))
+            if len(entry.rows) > self._max_rows or entry.size > self._max_chars:
                 return
             self._entries[session_id] = entry
             self._rows += len(entry.rows)
+            self._chars += entry.size
             while self._entries and (len(self._entries) > self._max_sessions
-                                     or self._rows > self._max_rows):
-                _, gone = self._entries.popitem(last=False)
-                self._rows -= len(gone.rows)
+                                     or self._rows > self._max_rows
+                                     or self._chars > self._max_chars):
+                self._drop(self._entries.popitem(last=False)[1])
 
     def forget(self, session_id: str) -> None:
         with self._lock:
-            old = self._entries.pop(session_id, None)
-            if old is not None:
-                self._rows -= len(old.rows)
+            self._drop(self._entries.pop(session_id, None))
+
+    def _drop(self, entry: CachedHistory | None) -> None:
+        if entry is not None:
+            self._rows -= len(entry.rows)
+            self._chars -= entry.size
 
     def __len__(self) -> int:
         return len(self._entries)

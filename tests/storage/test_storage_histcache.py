@@ -117,3 +117,23 @@ def test_the_cache_is_bounded_by_sessions_and_rows() -> None:
     assert len(cache) == 2 and cache.get("s4") is not None
     cache.put("huge", CachedHistory(11, 9, 11, (row,) * 11))  # never kept
     assert cache.get("huge") is None
+
+
+def test_the_cache_is_bounded_by_the_text_it_holds() -> None:
+    """Rows alone do not bound memory when messages are long: the text does too."""
+    cache = HistoryCache(max_sessions=100, max_rows=1000, max_chars=10_000)
+    row = {"role": "assistant", "content": "y" * 3000}
+    for i in range(4):
+        cache.put(f"s{i}", CachedHistory(1, i, 3000, (row,)))
+    assert len(cache) == 3 and cache.get("s0") is None  # 4 x 3,000 > 10,000: the oldest went
+    cache.put("s9", CachedHistory(1, 9, 9000, (row,)))  # fits alone: the others make room
+    assert len(cache) == 1 and cache.get("s9") is not None
+    cache.put("s1", CachedHistory(1, 1, 3000, (row,)))
+    assert len(cache) == 1 and cache.get("s9") is None  # 9,000 + 3,000 > 10,000
+    cache.put("long", CachedHistory(1, 9, 10_001, (row,)))  # never kept
+    assert cache.get("long") is None
+    cache.forget("s1")
+    cache.put("a", CachedHistory(1, 1, 5000, (row,)))
+    cache.put("b", CachedHistory(1, 2, 5000, (row,)))
+    assert len(cache) == 2  # the forgotten entry's text was given back
+
