@@ -11,8 +11,8 @@ global, which Python looks up before the builtin): given a source text it has co
 before, it runs the kept code object instead of compiling the text again. The whole text is
 the key (as its 128-bit BLAKE2b digest), so a class whose fields or options change gets its
 own entry; compiling uses the flags `exec` itself would use (no `__future__` flags
-inherited from here), so the code run is the code `dataclasses` would have run. Anything but a source string goes to the real
-`exec` untouched.
+inherited from here), so the code run is the code `dataclasses` would have run. Anything
+but a source string goes to the real `exec` untouched.
 
 The codes used by a start are kept in one file of the profile's cache directory, named
 after the interpreter's bytecode format (`dataclass-code-<tag>.marshal`); a start that

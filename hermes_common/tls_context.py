@@ -1,7 +1,7 @@
 """The TLS client context whose default CA certificates load at first use, and the switch
 that makes plain `ssl.SSLContext`s defer them (see `hermes_common.lean.defer_aiohttp_ca`,
-which uses it while `aiohttp.connector` is first imported). Imports `ssl`: only a gateway that imports
-aiohttp loads this module."""
+which uses it while `aiohttp.connector` is first imported). Imports `ssl`: only a gateway
+that imports aiohttp loads this module."""
 
 from __future__ import annotations
 

@@ -26,9 +26,9 @@ from typing import Any
 import aiosqlite
 
 from hermes_common.backoff import Backoff
-from storage.errors import StorageBusyError, StoreClosedError
+from storage.errors import StorageBusyError
 from storage.migrations import migrate_sync
-from storage.searchindex import INDEX_BATCH, INDEX_DELAY_S, index_pending
+from storage.searchindex import INDEX_BATCH, INDEX_DELAY_S, index_all_sync, index_pending
 from storage.syncconn import SqliteConn, drive, run_in_thread
 from storage.writequeue import GroupCommitWriter, MergedOp, Op, WriteItem
 
@@ -92,7 +92,8 @@ def _apply_pragmas(conn: sqlite3.Connection) -> None:
 
 
 def prepare_database(path: Path) -> int:
-    """Create `path` (mode 0600, parent 0700), switch it to WAL and migrate it.
+    """Create `path` (mode 0600, parent 0700), switch it to WAL, migrate it and index for
+    search what a crash left unindexed.
 
     Blocking: run it in a thread. Returns the schema version found before migrating.
     Safe to run concurrently from several processes. Raises `StorageBusyError` when another
@@ -111,6 +112,7 @@ def prepare_database(path: Path) -> int:
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
             found = migrate_sync(conn)
+            index_all_sync(conn)  # what a crash left unindexed (storage.searchindex)
             _tighten(path)
             return found
         except sqlite3.OperationalError as exc:
@@ -169,8 +171,8 @@ class Writer(GroupCommitWriter):
     taken within the retry budget, and `StoreClosedError` after `close()`.
 
     The writer also keeps the search index a moment behind the messages
-    (`storage.searchindex`): `INDEX_DELAY_S` after a batch, at open, before a search
-    (`index_search()`) and at close.
+    (`storage.searchindex`): `INDEX_DELAY_S` after a batch, before a search
+    (`index_search()`) and at close; what a crash left is indexed by `prepare_database`.
     """
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
@@ -179,14 +181,11 @@ class Writer(GroupCommitWriter):
         self._index_timer: asyncio.TimerHandle | None = None
         self._index_tasks: set[asyncio.Task[None]] = set()
         self._index_stopped = False
-        self.index_runs = 0
-        self.index_errors = 0
 
     @classmethod
     async def start(cls, path: Path) -> Writer:
         writer = cls(await connect(path))
         writer._launch()
-        writer._index_soon(0.0)  # what a crash left unindexed
         return writer
 
     async def index_search(self) -> int:
@@ -199,9 +198,10 @@ class Writer(GroupCommitWriter):
             if n < INDEX_BATCH:
                 return total
 
-    def _index_soon(self, delay: float = INDEX_DELAY_S) -> None:
+    def _index_soon(self) -> None:
         if self._index_timer is None and not self._index_stopped:
-            self._index_timer = asyncio.get_running_loop().call_later(delay, self._index_fire)
+            self._index_timer = asyncio.get_running_loop().call_later(INDEX_DELAY_S,
+                                                                      self._index_fire)
 
     def _index_fire(self) -> None:
         self._index_timer = None
@@ -211,13 +211,10 @@ class Writer(GroupCommitWriter):
         task.add_done_callback(self._index_tasks.discard)
 
     async def _index_quietly(self) -> None:
-        try:
+        # A failure is tried again after the next write; a search meanwhile indexes first
+        # itself, or finds what was indexed.
+        with contextlib.suppress(Exception):
             await self.index_search()
-            self.index_runs += 1
-        except StoreClosedError:
-            pass
-        except Exception:  # noqa: BLE001 - tried again after the next write; searches
-            self.index_errors += 1  # find what was indexed meanwhile
 
     async def close(self) -> None:
         """Index what is waiting, finish every queued operation, then close the connection.

@@ -9,7 +9,8 @@ the messages stored since the last run are indexed in one statement per FTS tabl
   indexes a few hundred messages at a time;
 - before any search of the process (`SearchMixin.search`), so a search finds what the same
   process stored, however recently;
-- when the store closes, and once at open (what a crash left unindexed).
+- when the store closes, and at open, in the transaction after the migrations
+  (`storage.db.prepare_database`, through `index_all_sync`): what a crash left unindexed.
 Another process's search (the CLI) runs the same step through its own writer first; a tool
 that fills the file without the store (`hermes storage migrate --to sqlite`) indexes at the
 end (`index_all_sync`).
